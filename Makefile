@@ -1,0 +1,41 @@
+# Kernel Studio: setup, run, test, benchmark. Every target installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch lies on the development machines' disk; a GPU host overrides this.
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.setup-stamp
+GPU_PYTHON ?= python3
+
+.PHONY: setup studio test test-gpu bench migrate clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml package.json package-lock.json
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[test]"
+	npm ci --no-audit --no-fund --loglevel=error
+	$(PY) -m studio.vendor
+	touch $(STAMP)
+	$(MAKE) migrate
+
+migrate:
+	$(PY) manage.py ensuredb && $(PY) manage.py migrate --noinput
+
+studio: setup
+	$(PY) manage.py runstudio
+
+test: setup
+	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider
+
+# For a GPU machine: no virtual environment, the python that holds CUDA PyTorch.
+test-gpu:
+	$(GPU_PYTHON) -m pytest tests/gpu -p no:cacheprovider -p no:django
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor .cache

@@ -1,0 +1,1 @@
+"""The agent package (see DESIGN.md); grows with its issue."""

@@ -1,0 +1,85 @@
+"""`python -m sandbox`: evaluate, profile, validate and build from the command line."""
+import argparse
+import json
+import logging
+import sys
+
+from sandbox.config import EvalConfig
+from sandbox.errors import BuildError, MisuseError, SandboxError
+
+
+def _config(args, **extra):
+    return EvalConfig(device=args.device, trials=args.trials, atol=args.atol, rtol=args.rtol,
+                      timeout_s=args.timeout, strict=not args.relaxed, timing=args.timing, margin=args.margin,
+                      compiled_baseline=not args.no_compiled, **extra)
+
+
+def _eval_args(p):
+    p.add_argument("problem")
+    p.add_argument("solution", help="a KernelBench-style .py file or a native workspace folder")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    p.add_argument("--timeout", type=float, default=EvalConfig().timeout_s, help="seconds for the solution")
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--atol", type=float, default=1e-2)
+    p.add_argument("--rtol", type=float, default=1e-2)
+    p.add_argument("--relaxed", action="store_true", help="record PyTorch fallbacks instead of failing on them")
+    p.add_argument("--timing", choices=("events", "graph"), default="events",
+                   help="graph: time by CUDA-graph replay (for launch-bound problems)")
+    p.add_argument("--margin", type=float, default=0.05, help="'clearly faster' margin for the top reward")
+    p.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _eval_args(sub.add_parser("evaluate", help="build, verify, time and reward a solution"))
+    prof = sub.add_parser("profile", help="evaluate and print per-kernel tables for reference and solution")
+    _eval_args(prof)
+    prof.add_argument("--ncu", action="store_true", help="add DRAM and SM throughput from Nsight Compute")
+    val = sub.add_parser("validate", help="check a problem file and print its input and output spec")
+    val.add_argument("problem")
+    val.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    build = sub.add_parser("build", help="build a native workspace (cached) and print the library path")
+    build.add_argument("workspace")
+    build.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _dispatch(args)
+    except MisuseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BuildError as exc:
+        print(f"build failed: {exc}\n{exc.log}", file=sys.stderr)
+        return 1
+    except SandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args):
+    from sandbox import evaluate
+    if args.command == "validate":
+        from sandbox.validate import validate_problem
+        print(json.dumps(validate_problem(args.problem, args.device), indent=2))
+        return 0
+    if args.command == "build":
+        from sandbox.native import build_workspace
+        result = build_workspace(args.workspace, args.device)
+        print(json.dumps({"library": result.library, "cached": result.cached, "seconds": round(result.seconds, 3)}))
+        return 0
+    profiling = args.command == "profile"
+    verdict = evaluate(args.problem, args.solution, _config(args, profile=profiling, ncu=getattr(args, "ncu", False)))
+    if args.json:
+        print(verdict.dumps())
+    else:
+        print(verdict.summary())
+        if verdict.log:
+            print(verdict.log)
+        if profiling:
+            from sandbox.profiling import format_table
+            for who in ("reference", "candidate"):
+                if who in verdict.profile:
+                    print(f"\n{who}:\n{format_table(verdict.profile[who])}")
+    return 0

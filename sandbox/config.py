@@ -1,0 +1,59 @@
+"""EvalConfig: the knobs of one evaluation (trials, tolerances, timing protocol, strictness)."""
+from dataclasses import asdict, dataclass, field, fields
+
+from sandbox import settings
+
+TIMING_MODES = ("events", "graph")
+
+
+@dataclass
+class EvalConfig:
+    device: str = "cuda"
+    trials: int = 5
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    timeout_s: float = field(default_factory=lambda: settings.TIMEOUT_S)
+    # Strict: any PyTorch compute operator reached from ModelNew.forward is a violation.
+    strict: bool = True
+    timing: str = "events"
+    # "Clearly faster" for the top milestone: speedup over both baselines of at least 1 + margin.
+    margin: float = 0.05
+    time_budget_s: float = 1.5
+    min_samples: int = 10
+    max_samples: int = 200
+    warmup_s: float = 0.15
+    # Input sets rotated while timing, capped so their bytes stay under input_budget_mb.
+    input_sets: int = 4
+    input_budget_mb: int = 8192
+    # Outputs above this size are compared on a secret random sample of elements.
+    full_compare_mb: int = 512
+    sample_elements: int = 4_000_000
+    compiled_baseline: bool = True
+    profile: bool = False
+    ncu: bool = False
+
+    def __post_init__(self):
+        if self.device not in ("cuda", "cpu"):
+            raise ValueError(f"device must be 'cuda' or 'cpu', not {self.device!r}")
+        if self.timing not in TIMING_MODES:
+            raise ValueError(f"timing must be one of {TIMING_MODES}, not {self.timing!r}")
+        if self.trials < 1:
+            raise ValueError("trials must be at least 1")
+
+    def replace(self, **changes):
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"unknown EvalConfig fields: {sorted(unknown)}")
+        return EvalConfig(**{**asdict(self), **changes})
+
+    def to_json(self):
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(**data)
+
+    def timing_key(self):
+        """What a baseline's cache entry depends on besides problem, GPU and torch."""
+        return {k: getattr(self, k) for k in ("device", "timing", "time_budget_s", "min_samples",
+                                             "max_samples", "warmup_s", "input_sets", "input_budget_mb", "compiled_baseline")}

@@ -1,0 +1,240 @@
+"""One evaluation, stage by stage: build, validate and baselines, load, trials, timing, post-timing trial,
+profile, tamper checks, verdict. The only module that sequences the stages; the workers do the work.
+"""
+import json
+import logging
+import os
+import secrets
+import shutil
+import sys
+import time
+
+from sandbox import settings
+from sandbox.config import EvalConfig
+from sandbox.errors import BuildError, InvalidProblem
+from sandbox.isolation import Jail, isolation_level
+from sandbox.problem import Problem
+from sandbox.protocol import ChannelClosed, pipes
+from sandbox.reward import milestone
+from sandbox.solution import Solution
+from sandbox.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+
+class StageFailed(Exception):
+    def __init__(self, status, log_text):
+        super().__init__(log_text)
+        self.status, self.log = status, log_text
+
+
+class Incorrect(Exception):
+    def __init__(self, reason, trial=None):
+        super().__init__(reason)
+        self.reason, self.trial = reason, trial
+
+
+class Worker:
+    """A jailed worker process and its channel; every receive is bounded by the worker's deadline."""
+
+    def __init__(self, jail, module, role, timeout):
+        self.jail, self.role, self.timeout = jail, role, timeout
+        self.channel, child_r, child_w = pipes()
+        self.proc = jail.start([sys.executable, "-m", module, str(child_r), str(child_w)], pass_fds=(child_r, child_w))
+        for fd in (child_r, child_w):
+            os.close(fd)
+        self.deadline = time.monotonic() + timeout
+
+    def restart_clock(self, timeout):
+        self.timeout, self.deadline = timeout, time.monotonic() + timeout
+
+    def send(self, kind, **data):
+        try:
+            self.channel.send(kind, **data)
+        except (BrokenPipeError, OSError):
+            self._died()
+
+    def recv(self, *expected):
+        try:
+            msg = self.channel.recv(max(0.0, self.deadline - time.monotonic()))
+        except TimeoutError:
+            self.jail.kill(self.proc)
+            exit = self.jail.wait(self.proc, 5)
+            raise StageFailed("timeout", f"the {self.role} took longer than {self.timeout:.0f} s and was stopped\n"
+                                         f"{exit.output}") from None
+        except ChannelClosed:
+            self._died()
+        if msg["kind"] == "failed":
+            raise StageFailed(msg["status"], msg["log"] + self._output_note())
+        if expected and msg["kind"] not in expected:
+            raise StageFailed("crashed", f"the {self.role} sent {msg['kind']!r} where {expected} was due")
+        return msg
+
+    def _output_note(self):
+        text = self.proc.output.text(wait=0.5).strip()
+        return f"\n--- {self.role} output ---\n{text}" if text else ""
+
+    def _died(self):
+        exit = self.jail.wait(self.proc, 10)
+        status = "timeout" if exit.timed_out else "crashed"
+        raise StageFailed(status, f"the {self.role} process {exit.describe()}\n{exit.output}")
+
+    def close(self):
+        self.channel.close()
+
+
+def _baseline_key(problem, config):
+    return problem.sha256, config.timing_key()
+
+
+def _store_baselines(name, baselines):
+    path = settings.cache_dir() / "baselines" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(baselines))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def evaluate(problem_path, solution_path, config=None, **overrides):
+    config = (config or EvalConfig()).replace(**overrides) if overrides else (config or EvalConfig())
+    problem = Problem.read(problem_path)
+    solution = Solution.read(solution_path)
+    t0 = time.monotonic()
+    verdict = Verdict(status="ok", device=config.device, problem_hash=problem.sha256,
+                      solution_hash=solution.sha256, isolation=isolation_level())
+    try:
+        _run(problem, solution, config, verdict)
+    except StageFailed as failure:
+        verdict.status, verdict.correct = failure.status, False
+        verdict.log = _cap(failure.log)
+    except Incorrect as bad:
+        verdict.status, verdict.correct = "incorrect", False
+        verdict.log = _cap(bad.reason)
+    if verdict.status == "ok" and verdict.violations:
+        verdict.status = "violation"
+    verdict.correct = verdict.correct and verdict.status == "ok"
+    verdict.reward = milestone(verdict.correct, verdict.speedup_vs_eager, verdict.speedup_vs_compiled, config.margin)
+    verdict.wall_s = round(time.monotonic() - t0, 3)
+    log.info("evaluated %s with %s: %s", problem.name, solution.path, verdict.summary())
+    return verdict
+
+
+def _cap(text):
+    limit = settings.LOG_LIMIT
+    return text if len(text) <= limit else text[:limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2:]
+
+
+def _run(problem, solution, config, verdict):
+    with Jail("ref", config.device, uid_slot=0) as ref_jail, Jail("cand", config.device, uid_slot=1) as cand_jail:
+        problem_ref = ref_jail.give(problem.path, "problem.py")
+        problem_cand = cand_jail.give(problem.path, "problem.py")
+        if solution.kind == "workspace":
+            entry = cand_jail.give(solution.path, "workspace") / "model_new.py"
+        else:
+            entry = cand_jail.give(solution.path, "solution.py")
+        ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
+        cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
+        try:
+            build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
+            cand.recv("started")
+            ready = _reference_ready(ref, problem, problem_ref, config, verdict)
+            cand.restart_clock(config.timeout_s)
+            cand.send("start", device=config.device, config=config.to_json(), spec=ready["spec"],
+                      problem=str(problem_cand), solution=str(entry), init_seed=ready["init_seed"])
+            verdict.compile_s = round(build_s + cand.recv("loaded")["compile_s"], 3)
+            _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict)
+            cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
+            timing = cand.recv("timed")["timing"]
+            verdict.timing = {"candidate": timing, **verdict.timing}
+            verdict.runtime_ms = timing["median_ms"]
+            _one_trial(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, "post", "post-timing")
+            if config.profile:
+                cand.send("profile")
+                verdict.profile["candidate"] = cand.recv("profiled")["table"]
+            cand.send("finish")
+            final = cand.recv("final")
+            verdict.violations += final["violations"]
+            if final["notes"]:
+                verdict.log = "\n".join(final["notes"])
+            verdict.correct = True
+            if verdict.eager_ms and verdict.runtime_ms:
+                verdict.speedup_vs_eager = round(verdict.eager_ms / max(verdict.runtime_ms, 1e-6), 4)
+            if verdict.compiled_ms and verdict.runtime_ms:
+                verdict.speedup_vs_compiled = round(verdict.compiled_ms / max(verdict.runtime_ms, 1e-6), 4)
+            ref.send("exit")
+        finally:
+            cand.close()
+            ref.close()
+
+
+def _build(solution, jail, config):
+    """Compile a native workspace with its compilers jailed; the library lands in the worker's build cache."""
+    from sandbox.native.build import build_workspace
+    try:
+        result = build_workspace(solution.path, config.device, jail=jail, timeout=config.timeout_s)
+    except BuildError as exc:
+        raise StageFailed("compile_error", f"{exc}\n--- compiler output ---\n{exc.log}") from None
+    return result.seconds
+
+
+def _reference_ready(ref, problem, problem_copy, config, verdict):
+    """Validate the problem and get the baselines (from the cache, or measured now, before any solution)."""
+    key = json.dumps(_baseline_key(problem, config), sort_keys=True)
+    init_seed = secrets.randbits(31)
+    ref.send("start", device=config.device, config=config.to_json(), problem=str(problem_copy),
+             init_seed=init_seed, validation_seed=secrets.randbits(31),
+             timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
+             cache_key=key, profile=config.profile, measure=True)
+    msg = ref.recv("ready", "invalid")
+    if msg["kind"] == "invalid":
+        raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
+    base = msg["baselines"]
+    if not msg["cached"]:
+        _store_baselines(msg["cache_name"], base)
+    verdict.eager_ms = base["eager"]["median_ms"]
+    verdict.timing["eager"] = base["eager"]
+    if "compiled" in base:
+        verdict.compiled_ms = base["compiled"]["median_ms"]
+        verdict.timing["compiled"] = base["compiled"]
+    elif config.compiled_baseline:
+        verdict.compiled_ms = verdict.eager_ms
+        verdict.timing["compiled_error"] = base.get("compiled_error", "")
+    if config.profile:
+        verdict.profile["reference"] = msg.get("profile", [])
+    return {"spec": msg["spec"], "init_seed": init_seed}
+
+
+def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
+    for index in range(config.trials):
+        _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, "trial", f"trial {index + 1}")
+
+
+def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label):
+    seed = secrets.randbits(31)
+    cand.send(kind, seed=seed)
+    computed = cand.recv("computed")
+    if not computed["tensor"]:
+        raise Incorrect(f"{label}: ModelNew.forward returned {computed['spec']}; expected tensors like {spec['outputs']}")
+    if computed["spec"] != spec["outputs"]:
+        raise Incorrect(f"{label}: output shapes/dtypes {computed['spec']} differ from the reference's {spec['outputs']}")
+    sampled = spec["output_bytes"] > (config.full_compare_mb << 20)
+    if sampled and not computed["finite"]:
+        raise Incorrect(f"{label}: the output holds NaN or Inf")
+    sample_seed = secrets.randbits(31) if sampled else None
+    name = f"{kind}-{secrets.token_hex(4)}.pt"
+    cand.send("save", path=str(cand_jail.path(name)), sample_seed=sample_seed)
+    cand.recv("saved")
+    moved = ref_jail.path(name)
+    shutil.move(str(cand_jail.path(name)), moved)
+    if ref_jail.uid is not None:
+        os.chown(moved, ref_jail.uid, ref_jail.uid)
+    ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed)
+    result = ref.recv("checked")
+    moved.unlink(missing_ok=True)
+    verdict.trials.append({"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
+                           "max_rel_error": result["max_rel_error"], "sampled": sampled})
+    verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
+    verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
+    if not result["ok"]:
+        raise Incorrect(f"{label}: {result['reason']}")

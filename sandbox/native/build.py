@@ -1,0 +1,296 @@
+"""Building a native workspace: the ninja file, the precompiled torch header, the content-hash cache."""
+import fcntl
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox import settings
+from sandbox.errors import BuildError
+
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
+PCH_HEADER = Path(__file__).with_name("ks_torch.h")
+_loaded = {}
+
+
+@dataclass
+class BuildResult:
+    library: str
+    module_name: str
+    key: str
+    cached: bool
+    seconds: float
+    log: str = ""
+
+
+def workspace_files(workspace):
+    """{relative path: bytes} of everything that is compiled: binding.cpp and kernels/**."""
+    workspace = Path(workspace)
+    if not (workspace / "binding.cpp").is_file():
+        raise BuildError(f"{workspace} has no binding.cpp: a native workspace needs binding.cpp, "
+                         f"kernels/ and model_new.py")
+    files = {"binding.cpp": (workspace / "binding.cpp").read_bytes()}
+    kernels = workspace / "kernels"
+    if kernels.is_dir():
+        for path in sorted(kernels.rglob("*")):
+            if path.is_file() and path.suffix in SOURCE_SUFFIXES:
+                files[str(path.relative_to(workspace))] = path.read_bytes()
+    return files
+
+
+def workspace_device(workspace):
+    return "cuda" if any((Path(workspace) / "kernels").rglob("*.cu")) else "cpu"
+
+
+def _first_line(argv):
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+        return out[0] if argv[-1] != "--version" or "nvcc" not in argv[0] else out[-1]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _cuda_arch():
+    import torch
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return f"{major}{minor}"
+    first = os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0").replace(";", " ").split()[0]
+    return first.replace(".", "").replace("+PTX", "")
+
+
+@functools.lru_cache(maxsize=2)
+def toolchain(device):
+    """Compilers, flags and libraries for DEVICE; everything here is part of the cache key."""
+    import torch
+    import torch.utils.cpp_extension as ce
+    cuda = device == "cuda"
+    cxx = os.environ.get("CXX", "g++")
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    includes = ce.include_paths("cuda" if cuda else "cpu") + [sysconfig.get_paths()["include"]]
+    common = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w"] + (["-DKS_CUDA"] if cuda else [])
+    lib_dirs = ce.library_paths("cuda" if cuda else "cpu")
+    ldflags = ["-shared"] + [f"-L{p}" for p in lib_dirs] + [f"-Wl,-rpath,{p}" for p in lib_dirs] + ["-lc10", "-ltorch_cpu"]
+    tc = {"device": device, "cxx": cxx, "cxx_version": _first_line([cxx, "--version"]), "torch": torch.__version__,
+          # The stable ABI binding sees only torch's small C shim headers: it compiles in about a second.
+          "stable_flags": common + [f"-I{p}" for p in includes],
+          # A classic binding (torch/extension.h, pybind11) goes through the precompiled header.
+          "classic_flags": common + ["-DTORCH_API_INCLUDE_EXTENSION_H"] + ce._get_pybind11_abi_build_flags()
+          + [f"-I{p}" for p in includes],
+          "classic_libs": ["-ltorch", "-ltorch_python"], "ldflags": ldflags,
+          "python": sysconfig.get_config_var("EXT_SUFFIX")}
+    if cuda:
+        cuda_home = ce.CUDA_HOME or "/usr/local/cuda"
+        nvcc = os.path.join(cuda_home, "bin", "nvcc")
+        arch = _cuda_arch()
+        tc.update(nvcc=nvcc, nvcc_version=_first_line([nvcc, "--version"]), arch=arch,
+                  kernel_flags=["-O3", "-std=c++17", "-lineinfo", f"-gencode=arch=compute_{arch},code=sm_{arch}",
+                                "--compiler-options", "-fPIC", "-Ikernels"])
+        tc["stable_flags"] = tc["stable_flags"] + [f"-I{cuda_home}/include"]
+        tc["ldflags"] = ldflags + ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home}/lib64", f"-Wl,-rpath,{cuda_home}/lib64",
+                                   "-lcudart", "-lcublas", "-lcublasLt"]
+    else:
+        tc.update(kernel_flags=["-O3", "-std=c++17", "-fPIC", "-march=native", "-fopenmp", "-Ikernels"])
+        tc["ldflags"] = ldflags + ["-fopenmp"]
+    return tc
+
+
+def binding_style(binding_source):
+    """'stable' for torch's stable ABI (torch/csrc/stable/...), 'classic' for torch/extension.h and pybind11."""
+    classic = b"torch/extension.h" in binding_source or b"PYBIND11_MODULE" in binding_source
+    return "stable" if b"torch/csrc/stable" in binding_source and not classic else "classic"
+
+
+def _digest(*parts):
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else json.dumps(part, sort_keys=True).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def workspace_key(workspace, device=None):
+    device = device or workspace_device(workspace)
+    files = workspace_files(workspace)
+    return _digest(toolchain(device), *[p.encode() + b"\0" + files[p] for p in sorted(files)])
+
+
+def ensure_pch(device):
+    """The precompiled torch header for DEVICE's flags, built once per worker (under a file lock)."""
+    tc = toolchain(device)
+    folder = settings.cache_dir() / "pch" / _digest(tc["cxx_version"], tc["classic_flags"], PCH_HEADER.read_bytes())[:16]
+    header, gch = folder / "ks_torch.h", folder / "ks_torch.h.gch"
+    if gch.exists():
+        return header
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not gch.exists():
+            shutil.copy(PCH_HEADER, header)
+            tmp = folder / f".ks_torch.h.gch.{os.getpid()}"
+            proc = subprocess.run([tc["cxx"], "-x", "c++-header", *tc["classic_flags"], str(header), "-o", str(tmp)],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                raise BuildError("building the precompiled torch header failed", proc.stdout + proc.stderr)
+            os.replace(tmp, gch)
+    _open_up(folder)
+    return header
+
+
+def _open_up(path):
+    """Cache entries are read by jailed, unprivileged uids: world-readable, never world-writable."""
+    root = settings.cache_dir()
+    for parent in [root, *[p for p in Path(path).parents if root in p.parents]]:
+        os.chmod(parent, 0o755)
+    for dirpath, dirnames, filenames in os.walk(path):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+
+
+def _ninja(tc, files, module_name, style):
+    flags = tc["stable_flags"] if style == "stable" else tc["classic_flags"]
+    libs = tc["ldflags"] + ([] if style == "stable" else tc["classic_libs"])
+    rules = ["ninja_required_version = 1.3",
+             f"rule cxx\n  command = {tc['cxx']} -MMD -MF $out.d {' '.join(flags)} -DKS_NAMESPACE={module_name} "
+             f"-c $in -o $out\n  depfile = $out.d",
+             f"rule kcxx\n  command = {tc['cxx']} {' '.join(tc['kernel_flags'])} -c $in -o $out",
+             f"rule link\n  command = {tc['cxx']} $in {' '.join(libs)} -o $out"]
+    if "nvcc" in tc:
+        rules.append(f"rule nvcc\n  command = {tc['nvcc']} {' '.join(tc['kernel_flags'])} -c $in -o $out")
+    objects, lines = [], []
+    for rel in files:
+        suffix = Path(rel).suffix
+        if rel == "binding.cpp" or suffix not in (".cu", ".cpp", ".cc", ".c"):
+            continue
+        obj = f"obj/{rel}.o"
+        lines.append(f"build {obj}: {'nvcc' if suffix == '.cu' else 'kcxx'} src/{rel}")
+        objects.append(obj)
+    binding = "src/binding.cpp" if style == "stable" else "_ks_binding.cpp"
+    lines.append(f"build obj/binding.o: cxx {binding}")
+    objects.append("obj/binding.o")
+    lines.append(f"build {module_name}.so: link {' '.join(objects)}")
+    return "\n".join(rules + lines) + "\n"
+
+
+def _wrapper(module_name, pch_header, binding_source):
+    # The precompiled header must open the unit; the module name is defined after it, so one header
+    # serves every workspace.
+    text = [f'#include "{pch_header}"', f"#define TORCH_EXTENSION_NAME {module_name}", '#include "src/binding.cpp"']
+    if b"PYBIND11_MODULE" not in binding_source:
+        text.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}")
+    return "\n".join(text) + "\n"
+
+
+def prepare(workspace, build_dir, device):
+    """Write sources, wrapper and build.ninja into BUILD_DIR; returns (module_name, key, library path in cache)."""
+    device = device or workspace_device(workspace)
+    files = workspace_files(workspace)
+    key = workspace_key(workspace, device)
+    module_name = f"ks_{key[:16]}"
+    style = binding_style(files["binding.cpp"])
+    build_dir = Path(build_dir)
+    for rel, data in files.items():
+        (build_dir / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (build_dir / "src" / rel).write_bytes(data)
+    if style == "classic":
+        (build_dir / "_ks_binding.cpp").write_text(_wrapper(module_name, ensure_pch(device), files["binding.cpp"]))
+    (build_dir / "build.ninja").write_text(_ninja(toolchain(device), files, module_name, style))
+    return module_name, key, cached_library(key, module_name)
+
+
+def cached_library(key, module_name):
+    return settings.cache_dir() / "builds" / key / f"{module_name}.so"
+
+
+def store(built, library):
+    library.parent.mkdir(parents=True, exist_ok=True)
+    tmp = library.with_name(f".{library.name}.{os.getpid()}")
+    shutil.copy(built, tmp)
+    os.replace(tmp, library)
+    _open_up(library.parent)
+
+
+def summarize_errors(log, limit=40):
+    """The compiler lines that say what is wrong, for an agent or a person to act on first."""
+    keep = [line for line in log.splitlines() if "error" in line.lower() or line.startswith("FAILED")]
+    return "\n".join(keep[:limit])
+
+
+def build_workspace(workspace, device=None, jail=None, timeout=None):
+    """Build WORKSPACE unless cached. With JAIL, the compilers run jailed (as they do in evaluations)."""
+    t0 = time.perf_counter()
+    device = device or workspace_device(workspace)
+    key = workspace_key(workspace, device)
+    module_name = f"ks_{key[:16]}"
+    library = cached_library(key, module_name)
+    if library.exists():
+        return BuildResult(str(library), module_name, key, True, time.perf_counter() - t0)
+    argv = ["ninja", "-j", str(settings.MAX_JOBS)]
+    if jail is not None:
+        build_dir = jail.path("build")
+        build_dir.mkdir()
+        prepare(workspace, build_dir, device)
+        jail.own(build_dir)
+        exit = jail.run(argv + ["-C", str(build_dir)], timeout or settings.TIMEOUT_S)
+        code, output = (exit.returncode if not exit.timed_out else -1), exit.output
+        if exit.timed_out:
+            output = f"the build {exit.describe()}\n{output}"
+        _finish(code, output, build_dir / f"{module_name}.so", library)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ks-build-") as tmp:
+            prepare(workspace, tmp, device)
+            proc = subprocess.run(argv, cwd=tmp, capture_output=True, text=True)
+            _finish(proc.returncode, proc.stdout + proc.stderr, Path(tmp) / f"{module_name}.so", library)
+    return BuildResult(str(library), module_name, key, False, time.perf_counter() - t0)
+
+
+def _finish(code, output, built, library):
+    if code != 0:
+        raise BuildError(summarize_errors(output) or "the build failed", output)
+    store(built, library)
+
+
+def import_library(library, module_name):
+    """The module of a built library: torch.ops.<name> for a stable-ABI binding, else the Python module."""
+    if module_name in _loaded:
+        return _loaded[module_name]
+    import torch
+    if not _exports_python_module(library, module_name):
+        torch.ops.load_library(str(library))
+        _loaded[module_name] = getattr(torch.ops, module_name)
+        return _loaded[module_name]
+    loader = importlib.machinery.ExtensionFileLoader(module_name, str(library))
+    spec = importlib.util.spec_from_file_location(module_name, str(library), loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[module_name] = _loaded[module_name] = module
+    return module
+
+
+def _exports_python_module(library, module_name):
+    import ctypes
+    try:
+        ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)[f"PyInit_{module_name}"]
+        return True
+    except AttributeError:
+        return False
+
+
+def load_extension(path, device=None):
+    """The compiled module of the workspace holding PATH (model_new.py or the folder); built if not cached."""
+    import torch  # noqa: F401 -- libtorch must be loaded before the extension resolves its symbols
+    workspace = Path(path).resolve()
+    workspace = workspace if workspace.is_dir() else workspace.parent
+    result = build_workspace(workspace, device)
+    return import_library(result.library, result.module_name)

@@ -1,0 +1,51 @@
+"""The sandbox's settings: every knob read from the environment once, with local defaults."""
+import os
+import tempfile
+from pathlib import Path
+
+
+def _bool(name, default):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw not in ("True", "False"):
+        raise ValueError(f"{name} must be True or False, not {raw!r}")
+    return raw == "True"
+
+
+def _float(name, default):
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else float(raw)
+
+
+def _int(name, default):
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else int(raw)
+
+
+def cache_dir() -> Path:
+    """Baselines, builds and precompiled headers live here, shared by every evaluation of this worker."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernel-studio"
+    return Path(os.environ.get("KS_CACHE_DIR", default))
+
+
+def work_root() -> Path:
+    """Private folders of running evaluations; under the temp dir so the jail can hide it."""
+    return Path(os.environ.get("KS_SANDBOX_WORK", Path(tempfile.gettempdir()) / "kernel-studio-sandbox"))
+
+
+# Solution code runs as this uid (plus an offset per evaluation) when the worker is root.
+UID_BASE = _int("KS_SANDBOX_UID_BASE", 61000)
+REQUIRE_ISOLATION = _bool("KS_SANDBOX_REQUIRE_ISOLATION", False)
+USE_NAMESPACES = _bool("KS_SANDBOX_NAMESPACES", True)
+
+# Limits of one solution subprocess.
+TIMEOUT_S = _float("KS_SANDBOX_TIMEOUT", 300.0)
+BASELINE_TIMEOUT_S = _float("KS_SANDBOX_BASELINE_TIMEOUT", 900.0)
+MEMORY_MB = _int("KS_SANDBOX_MEMORY_MB", 32768)
+FILE_SIZE_MB = _int("KS_SANDBOX_FILE_SIZE_MB", 16384)
+MAX_PROCESSES = _int("KS_SANDBOX_MAX_PROCESSES", 512)
+LOG_LIMIT = _int("KS_SANDBOX_LOG_LIMIT", 20000)
+# Compiler parallelism per evaluation (ninja uses every core otherwise: PITFALLS.md).
+MAX_JOBS = _int("MAX_JOBS", max(1, min(8, os.cpu_count() or 1)))
+CPU_THREADS = _int("KS_CPU_THREADS", max(1, min(4, os.cpu_count() or 1)))

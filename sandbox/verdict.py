@@ -1,0 +1,63 @@
+"""Verdict: the one JSON record an evaluation produces (DESIGN.md's contract), with its round-trip."""
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "incorrect", "timeout", "crashed", "violation")
+
+
+@dataclass
+class Verdict:
+    status: str
+    correct: bool = False
+    violations: list = field(default_factory=list)
+    runtime_ms: float | None = None
+    eager_ms: float | None = None
+    compiled_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compiled: float | None = None
+    reward: int = -1
+    compile_s: float | None = None
+    log: str = ""
+    # Beyond the contract: what a user or a trainer needs to act on the verdict.
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    trials: list = field(default_factory=list)
+    timing: dict = field(default_factory=dict)
+    profile: dict = field(default_factory=dict)
+    device: str = ""
+    problem_hash: str = ""
+    solution_hash: str = ""
+    isolation: str = ""
+    wall_s: float | None = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown verdict status {self.status!r}")
+
+    def to_json(self):
+        return asdict(self)
+
+    def dumps(self, **kw):
+        return json.dumps(self.to_json(), **kw)
+
+    @classmethod
+    def from_json(cls, data):
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def loads(cls, text):
+        return cls.from_json(json.loads(text))
+
+    def summary(self):
+        """One line for people: status, reward and the headline numbers."""
+        parts = [f"{self.status}", f"reward {self.reward}"]
+        if self.runtime_ms is not None:
+            parts.append(f"{self.runtime_ms:.4f} ms")
+        if self.speedup_vs_eager is not None:
+            parts.append(f"{self.speedup_vs_eager:.2f}x eager")
+        if self.speedup_vs_compiled is not None:
+            parts.append(f"{self.speedup_vs_compiled:.2f}x compiled")
+        if self.violations:
+            parts.append("violations: " + "; ".join(self.violations))
+        return ", ".join(parts)

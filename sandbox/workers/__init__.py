@@ -1,0 +1,1 @@
+"""Entry points of the jailed worker processes (`python -m sandbox.workers.reference|candidate R W`)."""

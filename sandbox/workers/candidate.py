@@ -1,0 +1,207 @@
+"""Candidate worker: imports the solution (building it), runs the trials, times it, profiles it, checks itself.
+
+Everything it relies on (clocks, events, comparisons, the channel) is imported and captured before the
+solution is; the parent checks its outputs in another process, so what it reports about correctness
+cannot be forged from here.
+"""
+import sys
+import time
+
+import torch
+
+import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot before solution code runs
+from sandbox.config import EvalConfig
+from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
+from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
+from sandbox.protocol import Channel
+from sandbox.timing import measure
+from sandbox.workers.common import error_text, is_cuda_fault, select, setup_device, synchronize
+
+_perf = time.perf_counter
+_isfinite = torch.isfinite
+_save = torch.save
+_empty = torch.empty
+_fill = torch.Tensor.fill_
+
+
+class Failed(Exception):
+    def __init__(self, status, log):
+        super().__init__(log)
+        self.status, self.log = status, log
+
+
+def _classify_import(exc):
+    text = error_text(exc)
+    build = ("Error building extension" in text or "CalledProcessError" in text or "BuildError" in text
+             or "ninja" in text and "FAILED" in text)
+    return Failed("compile_error" if build else "load_error", text)
+
+
+def _fault(exc):
+    return Failed("crashed" if is_cuda_fault(exc) else "runtime_error", error_text(exc))
+
+
+class Candidate:
+    def __init__(self, channel, start):
+        self.channel, self.start = channel, start
+        self.device = start["device"]
+        self.config = EvalConfig.from_json(start["config"])
+        self.spec = start["spec"]
+        self.integrity = Integrity()
+        self.audit = AuditLog(self.integrity)
+        self.fallbacks = {}
+        self.notes = []
+
+    # -- loading -------------------------------------------------------------------------------------
+    def load(self):
+        setup_device(self.device)
+        self.problem = import_file(self.start["problem"], "ks_problem")
+        self.audit.active = True
+        t0 = _perf()
+        try:
+            solution = import_file(self.start["solution"], "ks_solution")
+        except BaseException as exc:  # noqa: BLE001 -- SystemExit from solution code is a load error too
+            raise _classify_import(exc) from None
+        finally:
+            self.audit.active = False
+        compile_s = _perf() - t0
+        cls = getattr(solution, "ModelNew", None)
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            raise Failed("load_error", "the solution defines no class ModelNew(nn.Module)")
+        self.audit.active = True
+        try:
+            self.model = make_model(cls, self.problem, self.start["init_seed"], self.device)
+            reference = make_model(self.problem.Model, self.problem, self.start["init_seed"], self.device)
+            self._share_weights(reference)
+            del reference
+        except Exception as exc:  # noqa: BLE001
+            raise Failed("load_error", "constructing ModelNew(*get_init_inputs()) failed:\n" + error_text(exc)) from None
+        finally:
+            self.audit.active = False
+        return compile_s
+
+    def _share_weights(self, reference):
+        """Same initialization as Model: copy every parameter and buffer whose name and shape match."""
+        theirs = reference.state_dict()
+        mine = self.model.state_dict()
+        shared = {k: v for k, v in theirs.items() if k in mine and mine[k].shape == v.shape}
+        if shared:
+            self.model.load_state_dict(shared, strict=False)
+
+    # -- running -------------------------------------------------------------------------------------
+    def _poison(self):
+        """Fill the allocator's free memory with NaN so an output the kernel never writes cannot pass."""
+        if self.device != "cuda":
+            return
+        count = max(1, 2 * self.spec["output_bytes"] // 4)
+        _fill(_empty(count, dtype=torch.float32, device="cuda"), float("nan"))
+        synchronize(self.device)
+
+    def forward(self, inputs):
+        recorder = Recorder()
+        self.audit.active = True
+        try:
+            with torch.no_grad(), recorder:
+                out = self.model(*inputs)
+            synchronize(self.device)
+        except Exception as exc:  # noqa: BLE001
+            raise _fault(exc) from None
+        finally:
+            self.audit.active = False
+        for name, n in recorder.fallbacks.items():
+            self.fallbacks[name] = self.fallbacks.get(name, 0) + n
+        return out
+
+    def trial(self, msg, inputs=None):
+        inputs = inputs if inputs is not None else make_inputs(self.problem, msg["seed"], self.device)
+        self._poison()
+        out = self.forward(inputs)
+        tensors = tensors_of(out)
+        if tensors is None:
+            self.channel.send("computed", spec=spec_of(out), tensor=False)
+            return None
+        try:
+            finite = all(bool(_isfinite(t).all()) for t in tensors if t.is_floating_point())
+        except Exception as exc:  # noqa: BLE001
+            raise _fault(exc) from None
+        self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite)
+        order = self.channel.recv()
+        _save(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
+        self.channel.send("saved")
+        return tensors
+
+    def time_it(self, msg):
+        n = max(1, min(self.config.input_sets, (self.config.input_budget_mb << 20) // max(1, self.spec["input_bytes"])))
+        self.sets = [make_inputs(self.problem, s, self.device) for s in msg["seeds"][:n]]
+        self._check_reuse()
+        try:
+            timing = measure(self.model, self.sets, self.device, self.config)
+        except Exception as exc:  # noqa: BLE001
+            raise _fault(exc) from None
+        return timing
+
+    def _check_reuse(self):
+        """Two live outputs must not share storage, and must not be an input unless the reference's is."""
+        first = self.sets[0]
+        second = self.sets[1 % len(self.sets)]
+        with torch.no_grad():
+            a = tensors_of(self.model(*first)) or []
+            b = tensors_of(self.model(*second)) or []
+        synchronize(self.device)
+        if {t.data_ptr() for t in a} & {t.data_ptr() for t in b}:
+            self.notes.append("violation: ModelNew.forward returned the same output storage on two calls; "
+                              "outputs reused across calls are not rewarded")
+        inputs = {t.data_ptr() for t in second if isinstance(t, torch.Tensor)}
+        if not self.spec["aliases_input"] and {t.data_ptr() for t in b} & inputs:
+            self.notes.append("violation: ModelNew.forward returned its input's storage; Model returns a new tensor")
+
+    def post_timing_trial(self, msg):
+        """Fresh values written into the very buffers that were timed: a cache keyed by pointer is caught."""
+        fresh = make_inputs(self.problem, msg["seed"], self.device)
+        target = self.sets[0]
+        for dst, src in zip(target, fresh):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+        return self.trial(msg, inputs=[d if isinstance(d, torch.Tensor) else s for d, s in zip(target, fresh)])
+
+    def violations(self):
+        found = [n[len("violation: "):] for n in self.notes if n.startswith("violation: ")]
+        if self.fallbacks:
+            message = fallback_violation(self.fallbacks)
+            (found if self.config.strict else self.notes).append(message if self.config.strict else "relaxed: " + message)
+        for name in self.integrity.tampered():
+            found.append(f"tampering: {name} was replaced while solution code ran")
+        for event in sorted(set(self.audit.events)):
+            found.append(f"tampering: solution code triggered '{event}'")
+        return found
+
+
+def main(read_fd, write_fd):
+    channel = Channel(read_fd, write_fd)
+    channel.send("started")
+    start = channel.recv()
+    cand = Candidate(channel, start)
+    try:
+        channel.send("loaded", compile_s=cand.load())
+        while True:
+            msg = channel.recv()
+            kind = msg["kind"]
+            if kind == "trial":
+                cand.trial(msg)
+            elif kind == "time":
+                channel.send("timed", timing=cand.time_it(msg).to_json())
+            elif kind == "post":
+                cand.post_timing_trial(msg)
+            elif kind == "profile":
+                from sandbox.profiling import kernel_table
+                channel.send("profiled", table=kernel_table(lambda: cand.model(*cand.sets[0]), cand.device))
+            elif kind == "finish":
+                channel.send("final", violations=cand.violations(),
+                             notes=[n for n in cand.notes if not n.startswith("violation: ")])
+                return
+    except Failed as failure:
+        channel.send("failed", status=failure.status, log=failure.log)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))

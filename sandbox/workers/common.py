@@ -1,0 +1,51 @@
+"""What both workers share: device setup, output saving and sampling, error text."""
+import traceback
+
+import torch
+
+from sandbox import settings
+
+# Errors after which the CUDA context is unusable: the verdict is `crashed`, not a Python-level failure.
+CUDA_FAULTS = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction",
+               "an illegal", "device-side assert", "CUDA error: unknown error", "hardware stack error")
+
+
+def setup_device(device):
+    torch.set_num_threads(settings.CPU_THREADS)
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("device cuda was asked for but no CUDA device is visible")
+        torch.cuda.init()
+        torch.cuda.set_device(0)
+
+
+def synchronize(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def is_cuda_fault(exc):
+    text = f"{type(exc).__name__}: {exc}"
+    return any(marker.lower() in text.lower() for marker in CUDA_FAULTS)
+
+
+def error_text(exc, limit=6000):
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return text if len(text) <= limit else text[:limit // 3] + "\n[...]\n" + text[-2 * limit // 3:]
+
+
+def sample_indices(numel, seed, count):
+    """The secret sample of element positions compared for outputs too large to transfer whole."""
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, numel, (min(count, numel),), generator=gen)
+
+
+def select(tensors, sample_seed, count):
+    """Full CPU copies when SAMPLE_SEED is None, else the sampled elements of each tensor."""
+    if sample_seed is None:
+        return [t.detach().cpu() for t in tensors]
+    out = []
+    for i, t in enumerate(tensors):
+        idx = sample_indices(t.numel(), sample_seed + i, count).to(t.device)
+        out.append(t.detach().reshape(-1)[idx].cpu())
+    return out

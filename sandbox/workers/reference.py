@@ -1,0 +1,139 @@
+"""Reference worker: runs only the problem. Validates it, times the eager and torch.compile baselines, profiles
+the reference, and checks candidate outputs against outputs it computes itself from the same secret seeds.
+
+It runs before any solution code is imported and in its own process, so a solution can neither slow the
+baselines nor see the reference outputs (they are computed after the candidate has written its own).
+"""
+import hashlib
+import json
+import platform
+import sys
+
+import torch
+
+from sandbox import settings
+from sandbox.config import EvalConfig
+from sandbox.correctness import compare
+from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
+from sandbox.protocol import Channel
+from sandbox.timing import measure
+from sandbox.workers.common import error_text, select, setup_device, synchronize
+
+
+def validate(module, device, init_seed, seed):
+    """The problem's model and its spec; raises ValueError with a message a problem author can act on."""
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise ValueError(f"the problem defines no {name}: a KernelBench problem needs class Model(nn.Module), "
+                             f"get_inputs() and get_init_inputs()")
+    if not (isinstance(module.Model, type) and issubclass(module.Model, torch.nn.Module)):
+        raise ValueError("Model must be a subclass of torch.nn.Module")
+    try:
+        model = make_model(module.Model, module, init_seed, device)
+    except Exception as exc:
+        raise ValueError(f"constructing Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}") from exc
+    runs = []
+    for _ in range(2):
+        try:
+            inputs = make_inputs(module, seed, device)
+        except Exception as exc:
+            raise ValueError(f"get_inputs() failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            with torch.no_grad():
+                out = model(*inputs)
+            synchronize(device)
+        except Exception as exc:
+            raise ValueError(f"Model.forward failed on get_inputs(): {type(exc).__name__}: {exc}") from exc
+        tensors = tensors_of(out)
+        if tensors is None:
+            raise ValueError(f"Model.forward returned {type(out).__name__}; it must return a tensor or a tuple "
+                             f"of tensors")
+        runs.append((inputs, tensors))
+    (in1, out1), (in2, out2) = runs
+    for a, b in zip(in1, in2):
+        if isinstance(a, torch.Tensor) and not torch.equal(a, b):
+            raise ValueError("get_inputs() is not deterministic under a fixed seed: draw inputs with torch's "
+                             "random functions (seeded by the harness), not from other sources")
+    for a, b in zip(out1, out2):
+        same = torch.equal(a, b) if not a.is_floating_point() else torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+        if not same:
+            raise ValueError("Model.forward is not deterministic: two runs on the same inputs differ (dropout in "
+                             "training mode, or another random operator?)")
+    ptrs = {t.data_ptr() for t in in1 if isinstance(t, torch.Tensor)}
+    spec = {
+        "inputs": spec_of(in1), "outputs": spec_of(out1 if len(out1) > 1 else out1[0]),
+        "output_bytes": sum(t.numel() * t.element_size() for t in out1),
+        "input_bytes": sum(t.numel() * t.element_size() for t in in1 if isinstance(t, torch.Tensor)),
+        "aliases_input": any(t.data_ptr() in ptrs for t in out1),
+    }
+    return model, spec
+
+
+def timing_sets(module, seeds, device, config, input_bytes):
+    n = max(1, min(config.input_sets, (config.input_budget_mb << 20) // max(1, input_bytes)))
+    return [make_inputs(module, s, device) for s in seeds[:n]]
+
+
+def baselines(model, module, device, config, seeds, input_bytes):
+    sets = timing_sets(module, seeds, device, config, input_bytes)
+    result = {"eager": measure(model, sets, device, config).to_json()}
+    if config.compiled_baseline:
+        try:
+            compiled = torch.compile(model)
+            result["compiled"] = measure(compiled, sets, device, config).to_json()
+        except Exception as exc:  # noqa: BLE001 -- the eager time stands in, and the verdict says why
+            result["compiled_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+    return result, sets
+
+
+def cached_baselines(key, device):
+    """(cache file name, baselines or None): keyed by problem, timing protocol, GPU model and torch version."""
+    hardware = torch.cuda.get_device_name() if device == "cuda" else platform.processor() or platform.machine()
+    name = hashlib.sha256(f"{key}|{hardware}|{torch.__version__}".encode()).hexdigest()
+    path = settings.cache_dir() / "baselines" / f"{name}.json"
+    try:
+        return name, json.loads(path.read_text())
+    except (OSError, ValueError):
+        return name, None
+
+
+def main(read_fd, write_fd):
+    channel = Channel(read_fd, write_fd)
+    start = channel.recv()
+    device, config = start["device"], EvalConfig.from_json(start["config"])
+    try:
+        setup_device(device)
+        module = import_file(start["problem"], "ks_problem")
+        model, spec = validate(module, device, start["init_seed"], start["validation_seed"])
+    except Exception as exc:  # noqa: BLE001 -- every failure becomes the problem's error message
+        reason = str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
+        channel.send("invalid", reason=reason, log=error_text(exc))
+        return
+    ready = {"spec": spec}
+    sets = None
+    if start.get("measure"):
+        name, cached = cached_baselines(start["cache_key"], device)
+        ready.update(cache_name=name, cached=cached is not None)
+        if cached is not None:
+            ready["baselines"] = cached
+        else:
+            ready["baselines"], sets = baselines(model, module, device, config, start["timing_seeds"], spec["input_bytes"])
+    if start.get("profile"):
+        from sandbox.profiling import kernel_table
+        sets = sets or timing_sets(module, start["timing_seeds"], device, config, spec["input_bytes"])
+        ready["profile"] = kernel_table(lambda: model(*sets[0]), device)
+    del sets
+    channel.send("ready", **ready)
+    while True:
+        msg = channel.recv()
+        if msg["kind"] != "check":
+            return
+        with torch.no_grad():
+            reference = tensors_of(model(*make_inputs(module, msg["seed"], device)))
+        expected = select(reference, msg.get("sample_seed"), config.sample_elements)
+        got = torch.load(msg["path"], weights_only=True)
+        channel.send("checked", **compare(expected, got, config.atol, config.rtol).to_json())
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))

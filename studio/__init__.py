@@ -1,0 +1,1 @@
+"""Kernel Studio's Django project and app: settings, pages, live updates, jobs."""

@@ -1,0 +1,9 @@
+"""Template context shared by every page."""
+
+from django.templatetags.static import static
+
+from studio.vendor import static_path
+
+
+def vendor(request):
+    return {"htmx_js": static(static_path("htmx.org"))}

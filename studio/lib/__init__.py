@@ -1,0 +1,1 @@
+"""Pure helpers of the studio, free of Django models and views."""

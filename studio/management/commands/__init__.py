@@ -1,0 +1,1 @@
+"""One command per long-running process or setup step of the studio."""

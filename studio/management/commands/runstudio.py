@@ -1,0 +1,92 @@
+"""`manage.py runstudio`: prepare the database, then run daphne and the RQ workers until one of them stops."""
+
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+# A gpu worker runs even without a visible CUDA device: there it evaluates on the CPU target.
+QUEUES = ("gpu", "cpu", "train")
+
+
+class Command(BaseCommand):
+    help = "Create and migrate the database, then run the web server and one RQ worker per queue."
+
+    def handle(self, *args, **options):
+        call_command("ensuredb")
+        call_command("migrate", interactive=False, verbosity=options["verbosity"])
+        username, password = self.admin_login()
+        self.stdout.write(f"Kernel Studio: http://{settings.KS_HOST}:{settings.KS_PORT}/")
+        if password:
+            self.stdout.write(f"sign in as {username} with password {password} (kept in {self.login_file})")
+        else:
+            self.stdout.write("sign in with your superuser account")
+        self.stdout.flush()
+        self.supervise(self.start())
+
+    @property
+    def login_file(self):
+        return settings.KS_CACHE_DIR / "studio-admin.txt"
+
+    def admin_login(self) -> tuple[str, str | None]:
+        """The generated admin's login, created on the first run and shown again while it still works."""
+        users = get_user_model().objects
+        if not users.filter(is_superuser=True).exists():
+            password = secrets.token_urlsafe(12)
+            users.create_superuser("admin", "", password)
+            self.login_file.parent.mkdir(parents=True, exist_ok=True)
+            self.login_file.touch(mode=0o600)
+            self.login_file.write_text(f"admin\n{password}\n")
+        if self.login_file.exists():
+            username, password = self.login_file.read_text().split()
+            user = users.filter(username=username, is_superuser=True).first()
+            # The file may outlive its database (a dropped dev database): only show a login that works.
+            if user and user.check_password(password):
+                return username, password
+        return "", None
+
+    def start(self) -> dict[str, subprocess.Popen]:
+        commands = {
+            "daphne": [sys.executable, "-m", "daphne", "-b", settings.KS_HOST, "-p", str(settings.KS_PORT),
+                       "studio.asgi:application"],
+            **{f"rqworker {queue}": [sys.executable, "manage.py", "rqworker", queue] for queue in QUEUES},
+        }
+        # Own sessions: a Ctrl-C in the terminal reaches only us, and each child gets it once, from us;
+        # a second SIGINT to an RQ worker would be a cold shutdown that kills its running job.
+        return {
+            name: subprocess.Popen(command, cwd=settings.BASE_DIR, start_new_session=True)
+            for name, command in commands.items()
+        }
+
+    def supervise(self, children: dict[str, subprocess.Popen]) -> None:
+        stopping = False
+
+        def forward(signum, frame):
+            nonlocal stopping
+            stopping = True
+            for child in children.values():
+                if child.poll() is None:
+                    child.send_signal(signum)
+
+        signal.signal(signal.SIGINT, forward)
+        signal.signal(signal.SIGTERM, forward)
+        while not stopping and all(child.poll() is None for child in children.values()):
+            time.sleep(0.5)
+        failed = None if stopping else ", ".join(
+            f"{name} (exit code {child.returncode})" for name, child in children.items() if child.returncode is not None
+        )
+        if failed:
+            self.stderr.write(f"{failed} stopped; stopping the others")
+            for child in children.values():
+                if child.poll() is None:
+                    child.terminate()
+        for child in children.values():
+            child.wait()
+        if failed:
+            raise CommandError(f"{failed} stopped")

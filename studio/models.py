@@ -1,0 +1,1 @@
+"""Database models of the studio (runs, turns, problems, solutions arrive with the studio issue)."""

@@ -1,0 +1,113 @@
+"""The studio's only settings module: every value comes from the environment, with local defaults."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from studio.lib.env import env_bool, env_int, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", True)
+# The default key serves local development only; a deployment sets SECRET_KEY or SECRET_KEY_FILE.
+DEV_SECRET_KEY = "kernel-studio-development-only-not-secret"
+SECRET_KEY = env_secret("SECRET_KEY", DEV_SECRET_KEY)
+if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured("DEBUG=False needs SECRET_KEY or SECRET_KEY_FILE")
+ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+
+INSTALLED_APPS = [
+    # daphne first: it replaces runserver with an ASGI server.
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_rq",
+    "django_htmx",
+    "studio",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "studio.urls"
+ASGI_APPLICATION = "studio.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "studio.context_processors.vendor",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/kernel_studio")
+# No persistent connections (CONN_MAX_AGE=0): under ASGI they leak across threads (Django's deployment docs).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CHANNEL_LAYERS = {
+    # The core layer, not the pub/sub one (PITFALLS.md).
+    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+}
+# gpu: episodes and evaluations on a GPU; cpu: the same on the CPU target and light work; train: learners.
+RQ_QUEUES = {name: {"URL": REDIS_URL} for name in ("gpu", "cpu", "train")}
+
+# The OpenAI-compatible endpoint (vLLM) serving the trained policy.
+KS_POLICY_BASE_URL = env_str("KS_POLICY_BASE_URL", "http://127.0.0.1:8001/v1")
+KS_POLICY_MODEL = env_str("KS_POLICY_MODEL", "kernel-studio-policy")
+KS_POLICY_API_KEY = env_secret("KS_POLICY_API_KEY", "")
+
+# Where runstudio binds daphne, and where it keeps local state such as the generated admin login.
+KS_HOST = env_str("KS_HOST", "127.0.0.1")
+KS_PORT = env_int("KS_PORT", 8000)
+KS_CACHE_DIR = Path(env_str("KS_CACHE_DIR", str(BASE_DIR / ".cache")))
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("KS_LOG_LEVEL", "INFO")},
+}

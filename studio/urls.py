@@ -1,0 +1,18 @@
+"""URL routes of the studio."""
+
+from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+from django.urls import include, path
+
+from studio import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.
+    path("admin/rq/", include("django_rq.urls")),
+    path("admin/", admin.site.urls),
+]
+# daphne serves no static files itself; in production a front server or the image does (docker issue).
+urlpatterns += staticfiles_urlpatterns()

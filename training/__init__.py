@@ -1,0 +1,1 @@
+"""The training package (see DESIGN.md); grows with its issue."""
