@@ -125,7 +125,21 @@ def _cap(text):
     return text if len(text) <= limit else text[:limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2:]
 
 
+class Stages:
+    """Wall time per stage, reported in the verdict so a slow evaluation says where its time went."""
+
+    def __init__(self, verdict):
+        self.times = verdict.timing.setdefault("stages_s", {})
+        self.last = time.monotonic()
+
+    def done(self, name):
+        now = time.monotonic()
+        self.times[name] = round(self.times.get(name, 0.0) + now - self.last, 3)
+        self.last = now
+
+
 def _run(problem, solution, config, verdict):
+    stage = Stages(verdict)
     with Jail("ref", config.device, uid_slot=0) as ref_jail, Jail("cand", config.device, uid_slot=1) as cand_jail:
         problem_ref = ref_jail.give(problem.path, "problem.py")
         problem_cand = cand_jail.give(problem.path, "problem.py")
@@ -137,21 +151,29 @@ def _run(problem, solution, config, verdict):
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
             build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
+            stage.done("build")
             cand.recv("started")
+            stage.done("start workers")
             ready = _reference_ready(ref, problem, problem_ref, config, verdict)
+            stage.done("validate and baselines")
             cand.restart_clock(config.timeout_s)
             cand.send("start", device=config.device, config=config.to_json(), spec=ready["spec"],
                       problem=str(problem_cand), solution=str(entry), init_seed=ready["init_seed"])
             verdict.compile_s = round(build_s + cand.recv("loaded")["compile_s"], 3)
+            stage.done("load solution")
             _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict)
+            stage.done("trials")
             cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
             timing = cand.recv("timed")["timing"]
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
+            stage.done("timing")
             _one_trial(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, "post", "post-timing")
+            stage.done("post-timing trial")
             if config.profile:
                 cand.send("profile")
                 verdict.profile["candidate"] = cand.recv("profiled")["table"]
+                stage.done("profile")
             cand.send("finish")
             final = cand.recv("final")
             verdict.violations += final["violations"]
@@ -166,6 +188,7 @@ def _run(problem, solution, config, verdict):
         finally:
             cand.close()
             ref.close()
+    stage.done("clean up")
 
 
 def _build(solution, jail, config):

@@ -153,6 +153,8 @@ class Jail:
         home = str(self.private)
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
+            "USER": "ks-sandbox", "LOGNAME": "ks-sandbox",
             "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
             "PYTHONPATH": str(PACKAGE_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "XDG_CACHE_HOME": f"{home}/.cache", "CUDA_CACHE_PATH": f"{home}/.nv",

@@ -71,8 +71,12 @@ def to_device(value, device):
 
 
 def make_inputs(module, seed, device):
+    """get_inputs() under SEED. Factories default to DEVICE, so large inputs are drawn on the GPU in
+    milliseconds; every process that draws under the same seed on the same device gets the same values."""
+    import torch
     seed_everything(seed)
-    return list(to_device(list(module.get_inputs()), device))
+    with torch.device(device):
+        return list(to_device(list(module.get_inputs()), device))
 
 
 def make_model(cls, module, seed, device):

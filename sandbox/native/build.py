@@ -60,11 +60,16 @@ def _first_line(argv):
         return "unknown"
 
 
+@functools.lru_cache(maxsize=1)
 def _cuda_arch():
-    import torch
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        return f"{major}{minor}"
+    # nvidia-smi rather than torch.cuda: the worker's parent process must never initialize CUDA.
+    try:
+        caps = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30).stdout.split()
+        if caps:
+            return caps[0].replace(".", "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
     first = os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0").replace(";", " ").split()[0]
     return first.replace(".", "").replace("+PTX", "")
 
@@ -96,7 +101,8 @@ def toolchain(device):
         tc.update(nvcc=nvcc, nvcc_version=_first_line([nvcc, "--version"]), arch=arch,
                   kernel_flags=["-O3", "-std=c++17", "-lineinfo", f"-gencode=arch=compute_{arch},code=sm_{arch}",
                                 "--compiler-options", "-fPIC", "-Ikernels"])
-        tc["stable_flags"] = tc["stable_flags"] + [f"-I{cuda_home}/include"]
+        # USE_CUDA exposes the shim's CUDA entry points (aoti_torch_get_current_cuda_stream).
+        tc["stable_flags"] = tc["stable_flags"] + ["-DUSE_CUDA", f"-I{cuda_home}/include"]
         tc["ldflags"] = ldflags + ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home}/lib64", f"-Wl,-rpath,{cuda_home}/lib64",
                                    "-lcudart", "-lcublas", "-lcublasLt"]
     else:
