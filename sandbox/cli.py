@@ -78,8 +78,12 @@ def _dispatch(args):
         if verdict.log:
             print(verdict.log)
         if profiling:
-            from sandbox.profiling import format_table
+            from sandbox.profiling import format_ncu, format_table
             for who in ("reference", "candidate"):
                 if who in verdict.profile:
-                    print(f"\n{who}:\n{format_table(verdict.profile[who])}")
+                    print(f"\n{who} (torch.profiler):\n{format_table(verdict.profile[who])}")
+                if f"ncu_{who}" in verdict.profile:
+                    print(f"\n{who} (Nsight Compute):\n{format_ncu(verdict.profile[f'ncu_{who}'])}")
+                if verdict.profile.get(f"ncu_{who}_error"):
+                    print(f"ncu failed for the {who}: {verdict.profile[f'ncu_{who}_error']}")
     return 0

@@ -174,6 +174,9 @@ def _run(problem, solution, config, verdict):
                 cand.send("profile")
                 verdict.profile["candidate"] = cand.recv("profiled")["table"]
                 stage.done("profile")
+            if config.ncu:
+                _ncu(problem_ref, ref_jail, problem_cand, entry, cand_jail, config, verdict)
+                stage.done("ncu")
             cand.send("finish")
             final = cand.recv("final")
             verdict.violations += final["violations"]
@@ -261,3 +264,18 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
     verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
     if not result["ok"]:
         raise Incorrect(f"{label}: {result['reason']}")
+
+
+def _ncu(problem_ref, ref_jail, problem_cand, entry, cand_jail, config, verdict):
+    """Achieved DRAM and SM throughput of the top kernels, from Nsight Compute, for both sides."""
+    from sandbox.profiling import ncu_available, ncu_metrics
+    if config.device != "cuda" or not ncu_available():
+        verdict.profile["ncu_note"] = "ncu is not available here"
+        return
+    seed = secrets.randbits(31)
+    for role, jail, problem_copy in (("reference", ref_jail, problem_ref), ("candidate", cand_jail, problem_cand)):
+        argv = [sys.executable, "-m", "sandbox.workers.kernels", role, str(problem_copy), str(entry), "cuda", str(seed)]
+        rows, error = ncu_metrics(argv, jail, timeout=config.timeout_s)
+        verdict.profile[f"ncu_{role}"] = rows
+        if error:
+            verdict.profile[f"ncu_{role}_error"] = error

@@ -2,7 +2,6 @@
 import csv
 import io
 import shutil
-import subprocess
 from collections import defaultdict
 
 import torch
@@ -52,8 +51,15 @@ def format_table(rows):
     lines = [f"{'share':>6}  {'ms/call':>9}  {'calls':>5}  name"]
     for r in rows:
         lines.append(f"{r['share_pct']:5.1f}%  {r['total_ms']:9.4f}  {r['calls']:5d}  {r['name']}")
-        if "dram_pct" in r:
-            lines.append(f"{'':25}DRAM {r['dram_pct']:.1f}% of peak, SM {r['sm_pct']:.1f}% of peak")
+    return "\n".join(lines)
+
+
+def format_ncu(rows):
+    if not rows:
+        return "(no kernels profiled)"
+    lines = [f"{'us':>9}  {'DRAM %':>6}  {'SM %':>5}  name"]
+    for r in rows[:10]:
+        lines.append(f"{r['duration_us']:9.2f}  {r['dram_pct']:6.1f}  {r['sm_pct']:5.1f}  {r['name']}")
     return "\n".join(lines)
 
 
@@ -61,21 +67,23 @@ def ncu_available():
     return shutil.which("ncu") is not None
 
 
-def ncu_metrics(argv, cwd, env, timeout=300, launches=30):
-    """Run ARGV under ncu; {kernel name: {dram_pct, sm_pct, duration_us}} averaged over its launches."""
+def ncu_metrics(argv, jail, timeout=300, launches=30):
+    """Run ARGV under ncu in JAIL; ([{name, duration_us, dram_pct, sm_pct}], error text) averaged per kernel."""
     cmd = ["ncu", "--csv", "--print-units", "base", "--metrics", ",".join(NCU_METRICS),
            "--launch-count", str(launches), "--target-processes", "all"] + list(argv)
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    rows = defaultdict(lambda: defaultdict(list))
-    start = proc.stdout.find('"ID"')
+    exit = jail.run(cmd, timeout)
+    text = exit.output
+    start = text.find('"ID"')
     if start < 0:
-        return {}, proc.stdout[-2000:] + proc.stderr[-2000:]
-    for row in csv.DictReader(io.StringIO(proc.stdout[start:])):
+        return [], f"ncu {exit.describe()}: {text[-2000:]}"
+    rows = defaultdict(lambda: defaultdict(list))
+    for row in csv.DictReader(io.StringIO(text[start:])):
         try:
             rows[row["Kernel Name"]][row["Metric Name"]].append(float(row["Metric Value"].replace(",", "")))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, AttributeError):
             continue
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    result = {name: {"dram_pct": mean(m[NCU_METRICS[1]]), "sm_pct": mean(m[NCU_METRICS[2]]),
-                     "duration_us": mean(m[NCU_METRICS[0]]) / 1000.0} for name, m in rows.items()}
-    return result, ""
+    table = [{"name": name[:160], "duration_us": mean(m[NCU_METRICS[0]]) / 1000.0,
+              "dram_pct": mean(m[NCU_METRICS[1]]), "sm_pct": mean(m[NCU_METRICS[2]])} for name, m in rows.items()]
+    table.sort(key=lambda r: -r["duration_us"])
+    return table, ""
