@@ -26,7 +26,7 @@ class EvalConfig:
     input_sets: int = 4
     input_budget_mb: int = 8192
     # Outputs above this size are compared on a secret random sample of elements.
-    full_compare_mb: int = 256
+    full_compare_mb: int = 64
     sample_elements: int = 4_000_000
     compiled_baseline: bool = True
     profile: bool = False

@@ -10,12 +10,6 @@ import sys
 import time
 
 import torch
-# Imported now because importing them later rebinds torch functions (dynamo wraps torch.manual_seed): the
-# integrity snapshot must be taken after that, or a solution that merely imports them looks like tampering.
-import torch._dynamo  # noqa: F401,E402
-import torch.fx  # noqa: F401,E402
-import torch.library  # noqa: F401,E402
-import torch.utils.cpp_extension  # noqa: F401,E402
 from torch.utils._python_dispatch import TorchDispatchMode
 
 ALLOWED = frozenset("""
@@ -79,6 +73,7 @@ def _watched():
     import sandbox.timing as timing
     import sandbox.correctness as correctness
     import sandbox.protocol as protocol
+    import sandbox.transfer as transfer
     items = {
         "time.perf_counter": (time, "perf_counter"), "time.perf_counter_ns": (time, "perf_counter_ns"),
         "time.monotonic": (time, "monotonic"), "time.time": (time, "time"),
@@ -88,12 +83,14 @@ def _watched():
         "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize"),
         "torch.cuda.current_stream": (torch.cuda, "current_stream"), "torch.cuda.Stream": (torch.cuda, "Stream"),
         "torch.cuda.graph": (torch.cuda, "graph"), "torch.allclose": (torch, "allclose"),
-        "torch.isfinite": (torch, "isfinite"), "torch.save": (torch, "save"), "torch.manual_seed": (torch, "manual_seed"),
+        # Not torch.manual_seed: importing torch._dynamo rebinds it, and a patched seed only spoils the
+        # patcher's own inputs, which the reference process draws independently.
+        "torch.isfinite": (torch, "isfinite"),
         "torch.Tensor.zero_": (torch.Tensor, "zero_"), "torch.Tensor.__eq__": (torch.Tensor, "__eq__"),
         "torch.nn.Module.__call__": (torch.nn.Module, "__call__"),
         "torch.nn.Module._call_impl": (torch.nn.Module, "_call_impl"),
     }
-    for module in (timing, correctness, protocol):
+    for module in (timing, correctness, protocol, transfer):
         for name, value in vars(module).items():
             if callable(value) and getattr(value, "__module__", None) == module.__name__:
                 items[f"{module.__name__}.{name}"] = (module, name)

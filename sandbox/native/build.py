@@ -74,28 +74,39 @@ def _cuda_arch():
     return first.replace(".", "").replace("+PTX", "")
 
 
+def _cuda_home():
+    if os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"):
+        return os.environ.get("CUDA_HOME") or os.environ["CUDA_PATH"]
+    nvcc = shutil.which("nvcc")
+    return str(Path(nvcc).resolve().parent.parent) if nvcc else "/usr/local/cuda"
+
+
 @functools.lru_cache(maxsize=2)
 def toolchain(device):
-    """Compilers, flags and libraries for DEVICE; everything here is part of the cache key."""
+    """Compilers, flags and libraries for DEVICE; everything here is part of the cache key.
+
+    Paths are computed here rather than through torch.utils.cpp_extension, whose import (setuptools)
+    costs seconds on a cold machine; only classic bindings need it (classic_flags).
+    """
     import torch
-    import torch.utils.cpp_extension as ce
     cuda = device == "cuda"
+    root = Path(torch.__file__).resolve().parent
     cxx = os.environ.get("CXX", "g++")
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    includes = ce.include_paths("cuda" if cuda else "cpu") + [sysconfig.get_paths()["include"]]
+    includes = [str(root / "include"), str(root / "include" / "torch" / "csrc" / "api" / "include"),
+                sysconfig.get_paths()["include"]]
     common = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w"] + (["-DKS_CUDA"] if cuda else [])
-    lib_dirs = ce.library_paths("cuda" if cuda else "cpu")
-    ldflags = ["-shared"] + [f"-L{p}" for p in lib_dirs] + [f"-Wl,-rpath,{p}" for p in lib_dirs] + ["-lc10", "-ltorch_cpu"]
+    lib = str(root / "lib")
+    ldflags = ["-shared", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
     tc = {"device": device, "cxx": cxx, "cxx_version": _first_line([cxx, "--version"]), "torch": torch.__version__,
           # The stable ABI binding sees only torch's small C shim headers: it compiles in about a second.
           "stable_flags": common + [f"-I{p}" for p in includes],
           # A classic binding (torch/extension.h, pybind11) goes through the precompiled header.
-          "classic_flags": common + ["-DTORCH_API_INCLUDE_EXTENSION_H"] + ce._get_pybind11_abi_build_flags()
-          + [f"-I{p}" for p in includes],
+          "classic_flags": common + ["-DTORCH_API_INCLUDE_EXTENSION_H"] + [f"-I{p}" for p in includes],
           "classic_libs": ["-ltorch", "-ltorch_python"], "ldflags": ldflags,
           "python": sysconfig.get_config_var("EXT_SUFFIX")}
     if cuda:
-        cuda_home = ce.CUDA_HOME or "/usr/local/cuda"
+        cuda_home = _cuda_home()
         nvcc = os.path.join(cuda_home, "bin", "nvcc")
         arch = _cuda_arch()
         tc.update(nvcc=nvcc, nvcc_version=_first_line([nvcc, "--version"]), arch=arch,
@@ -103,12 +114,20 @@ def toolchain(device):
                                 "--compiler-options", "-fPIC", "-Ikernels"])
         # USE_CUDA exposes the shim's CUDA entry points (aoti_torch_get_current_cuda_stream).
         tc["stable_flags"] = tc["stable_flags"] + ["-DUSE_CUDA", f"-I{cuda_home}/include"]
+        tc["classic_flags"] = tc["classic_flags"] + [f"-I{cuda_home}/include"]
         tc["ldflags"] = ldflags + ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home}/lib64", f"-Wl,-rpath,{cuda_home}/lib64",
                                    "-lcudart", "-lcublas", "-lcublasLt"]
     else:
         tc.update(kernel_flags=["-O3", "-std=c++17", "-fPIC", "-march=native", "-fopenmp", "-Ikernels"])
         tc["ldflags"] = ldflags + ["-fopenmp"]
     return tc
+
+
+@functools.lru_cache(maxsize=2)
+def classic_flags(device):
+    """Flags of a classic (pybind11) binding: torch's pybind ABI flags come from cpp_extension."""
+    import torch.utils.cpp_extension as ce
+    return toolchain(device)["classic_flags"] + ce._get_pybind11_abi_build_flags()
 
 
 def binding_style(binding_source):
@@ -128,13 +147,16 @@ def _digest(*parts):
 def workspace_key(workspace, device=None):
     device = device or workspace_device(workspace)
     files = workspace_files(workspace)
-    return _digest(toolchain(device), *[p.encode() + b"\0" + files[p] for p in sorted(files)])
+    style = binding_style(files["binding.cpp"])
+    flags = classic_flags(device) if style == "classic" else []
+    return _digest(toolchain(device), flags, *[p.encode() + b"\0" + files[p] for p in sorted(files)])
 
 
 def ensure_pch(device):
     """The precompiled torch header for DEVICE's flags, built once per worker (under a file lock)."""
     tc = toolchain(device)
-    folder = settings.cache_dir() / "pch" / _digest(tc["cxx_version"], tc["classic_flags"], PCH_HEADER.read_bytes())[:16]
+    flags = classic_flags(device)
+    folder = settings.cache_dir() / "pch" / _digest(tc["cxx_version"], flags, PCH_HEADER.read_bytes())[:16]
     header, gch = folder / "ks_torch.h", folder / "ks_torch.h.gch"
     if gch.exists():
         return header
@@ -144,7 +166,7 @@ def ensure_pch(device):
         if not gch.exists():
             shutil.copy(PCH_HEADER, header)
             tmp = folder / f".ks_torch.h.gch.{os.getpid()}"
-            proc = subprocess.run([tc["cxx"], "-x", "c++-header", *tc["classic_flags"], str(header), "-o", str(tmp)],
+            proc = subprocess.run([tc["cxx"], "-x", "c++-header", *flags, str(header), "-o", str(tmp)],
                                   capture_output=True, text=True)
             if proc.returncode:
                 raise BuildError("building the precompiled torch header failed", proc.stdout + proc.stderr)
@@ -165,7 +187,7 @@ def _open_up(path):
 
 
 def _ninja(tc, files, module_name, style):
-    flags = tc["stable_flags"] if style == "stable" else tc["classic_flags"]
+    flags = tc["stable_flags"] if style == "stable" else classic_flags(tc["device"])
     libs = tc["ldflags"] + ([] if style == "stable" else tc["classic_libs"])
     rules = ["ninja_required_version = 1.3",
              f"rule cxx\n  command = {tc['cxx']} -MMD -MF $out.d {' '.join(flags)} -DKS_NAMESPACE={module_name} "

@@ -15,11 +15,11 @@ from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
 from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
 from sandbox.protocol import Channel
 from sandbox.timing import measure
+from sandbox.transfer import save_tensors
 from sandbox.workers.common import error_text, is_cuda_fault, select, setup_device, synchronize
 
 _perf = time.perf_counter
 _isfinite = torch.isfinite
-_save = torch.save
 _empty = torch.empty
 _fill = torch.Tensor.fill_
 
@@ -126,7 +126,7 @@ class Candidate:
             raise _fault(exc) from None
         self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite)
         order = self.channel.recv()
-        _save(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
+        save_tensors(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
         self.channel.send("saved")
         return tensors
 

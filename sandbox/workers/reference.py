@@ -17,6 +17,7 @@ from sandbox.correctness import compare
 from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
 from sandbox.protocol import Channel
 from sandbox.timing import measure
+from sandbox.transfer import load_tensors
 from sandbox.workers.common import error_text, select, setup_device, synchronize
 
 
@@ -131,7 +132,7 @@ def main(read_fd, write_fd):
         with torch.no_grad():
             reference = tensors_of(model(*make_inputs(module, msg["seed"], device)))
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
-        got = torch.load(msg["path"], weights_only=True)
+        got = load_tensors(msg["path"])
         channel.send("checked", **compare(expected, got, config.atol, config.rtol).to_json())
 
 
