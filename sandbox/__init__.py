@@ -11,12 +11,12 @@ __all__ = [
 
 def evaluate(problem, solution, config=None, **overrides):
     """Evaluate SOLUTION (a .py file or a native workspace folder) against PROBLEM; returns a Verdict."""
-    from sandbox.evaluate import evaluate as _evaluate
+    from sandbox.harness import evaluate as _evaluate
     return _evaluate(problem, solution, config, **overrides)
 
 
 def profile(problem, solution, config=None, **overrides):
     """Evaluate with profiling on; the Verdict carries per-kernel tables for reference and candidate."""
-    from sandbox.evaluate import evaluate as _evaluate
+    from sandbox.harness import evaluate as _evaluate
     overrides.setdefault("profile", True)
     return _evaluate(problem, solution, config, **overrides)

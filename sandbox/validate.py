@@ -12,7 +12,7 @@ from sandbox.protocol import ChannelClosed, pipes
 def validate_problem(path, device="cpu", timeout=None):
     """The problem's spec (input and output shapes and dtypes); InvalidProblem with the reason otherwise."""
     from sandbox.config import EvalConfig
-    from sandbox.evaluate import StageFailed, Worker
+    from sandbox.harness import StageFailed, Worker
     problem = Problem.read(path)
     timeout = timeout or settings.BASELINE_TIMEOUT_S
     with Jail("validate", device) as jail:
