@@ -253,8 +253,12 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
     cand.recv("saved")
     moved = ref_jail.path(name)
     shutil.move(str(cand_jail.path(name)), moved)
+    # The solution controls that path: a link there must not make this (root) process chown or the reference
+    # read what it points to. Checked after the move, where the solution can no longer swap it.
+    if moved.is_symlink() or not moved.is_file():
+        raise StageFailed("violation", f"{label}: the solution replaced its output file with a link or a non-file")
     if ref_jail.uid is not None:
-        os.chown(moved, ref_jail.uid, ref_jail.uid)
+        os.chown(moved, ref_jail.uid, ref_jail.uid, follow_symlinks=False)
     ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed)
     result = ref.recv("checked")
     moved.unlink(missing_ok=True)

@@ -1,12 +1,10 @@
 """Problem validation on its own (for uploads): imports, runs, deterministic, tensor outputs; nothing is timed."""
 import secrets
-import sys
 
 from sandbox import settings
 from sandbox.errors import InvalidProblem
 from sandbox.isolation import Jail
 from sandbox.problem import Problem
-from sandbox.protocol import ChannelClosed, pipes
 
 
 def validate_problem(path, device="cpu", timeout=None):

@@ -121,9 +121,9 @@ def main(read_fd, write_fd):
             ready["baselines"], sets = baselines(model, module, device, config, start["timing_seeds"], spec["input_bytes"])
     if start.get("profile"):
         from sandbox.profiling import kernel_table
-        sets = sets or timing_sets(module, start["timing_seeds"], device, config, spec["input_bytes"])
-        ready["profile"] = kernel_table(lambda: model(*sets[0]), device)
-    del sets
+        first = (sets or timing_sets(module, start["timing_seeds"][:1], device, config, spec["input_bytes"]))[0]
+        ready["profile"] = kernel_table(lambda: model(*first), device)
+    sets = first = None  # free the timing inputs before the trials
     channel.send("ready", **ready)
     while True:
         msg = channel.recv()
