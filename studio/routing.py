@@ -1,3 +1,8 @@
-"""WebSocket routes of the studio; the live run stream joins them with the studio issue."""
+"""WebSocket routes of the studio."""
+from django.urls import path
 
-websocket_urlpatterns: list = []
+from studio.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+]

@@ -1,0 +1,61 @@
+"""The only writer of run state and the only emitter of run events (Zulip's "actions" rule).
+
+Every event is stored with the run's next sequence number and committed before it is published to the
+run's channel group, so a browser that connects late or reconnects replays what it missed from the
+database and then follows the live stream, de-duplicating by sequence number.
+"""
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.utils import timezone
+
+from studio.models import Run, RunEvent
+
+log = logging.getLogger(__name__)
+
+
+def group_name(run_id):
+    return f"run-{run_id}"
+
+
+def append_event(run_id, kind, payload):
+    """Store the next event of RUN_ID and publish it once the transaction has committed."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.last_seq += 1
+        run.save(update_fields=["last_seq"])
+        event = RunEvent.objects.create(run=run, seq=run.last_seq, kind=kind, payload=payload)
+        message = event.to_message()
+        transaction.on_commit(lambda: publish(run_id, message))
+    return event
+
+
+def publish(run_id, message):
+    """Send one stored event to the run's group; a failure here loses nothing (the event is stored)."""
+    try:
+        async_to_sync(get_channel_layer().group_send)(group_name(run_id), {"type": "run.event", "event": message})
+    except Exception:  # noqa: BLE001 -- browsers will replay it from the database
+        log.exception("run %s: publishing event %s failed", run_id, message["seq"])
+
+
+def set_status(run_id, status, error=""):
+    """Move a run to STATUS (with timestamps) and announce it as an event."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.status = status
+        if status == Run.Status.RUNNING and run.started_at is None:
+            run.started_at = now
+        if status in Run.FINISHED:
+            run.finished_at = now
+        if error:
+            run.error = error
+        run.save(update_fields=["status", "started_at", "finished_at", "error"])
+        append_event(run_id, "status", {"status": status, "error": error})
+    log.info("run %s: %s%s", run_id, status, f" ({error})" if error else "")
+
+
+def events_after(run_id, seq):
+    return [e.to_message() for e in RunEvent.objects.filter(run_id=run_id, seq__gt=seq).order_by("seq")]
