@@ -111,3 +111,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("KS_LOG_LEVEL", "INFO")},
 }
+
+# Problem uploads: the size limit, and how long validation of an upload may run on a worker.
+KS_UPLOAD_LIMIT_BYTES = env_int("KS_UPLOAD_LIMIT_BYTES", 1 << 20)
+KS_VALIDATE_TIMEOUT = env_int("KS_VALIDATE_TIMEOUT", 180)

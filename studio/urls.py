@@ -8,6 +8,9 @@ from studio import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("problems/new", views.problem_new, name="problem_new"),
+    path("problems/validation/<str:job_id>", views.validation_status, name="validation_status"),
+    path("problems/<int:pk>", views.problem_detail, name="problem"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.

@@ -6,15 +6,64 @@ import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError, connection
-from django.http import JsonResponse
-from django.shortcuts import render
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+
+from studio import jobs, queues
+from studio.forms import ProblemUploadForm
+from studio.models import Problem
 
 log = logging.getLogger(__name__)
 
 
+def visible(queryset, user):
+    """Users see only their own records; staff see everyone's."""
+    return queryset if user.is_staff else queryset.filter(owner=user)
+
+
 @login_required
 def home(request):
-    return render(request, "studio/home.html")
+    problems = visible(Problem.objects.all(), request.user)[:50]
+    return render(request, "studio/home.html", {"problems": problems})
+
+
+@login_required
+def problem_new(request):
+    form = ProblemUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        job_id = queues.enqueue(queues.queue_for(data["device"]), jobs.validate_problem, request.user.pk,
+                                data["name"], data["source"], data["device"], owner_id=request.user.pk)
+        return render(request, "studio/_validation.html", {"job_id": job_id, "state": "queued"})
+    template = "studio/_upload_form.html" if request.htmx else "studio/problem_new.html"
+    return render(request, template, {"form": form}, status=400 if request.method == "POST" else 200)
+
+
+@login_required
+def validation_status(request, job_id):
+    job = queues.fetch(job_id)
+    if job is None or job.meta.get("owner_id") != request.user.pk:
+        raise Http404("no such validation")
+    status = job.get_status()
+    if status == "finished":
+        result = job.return_value() or {}
+        if "problem_id" in result:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = reverse("problem", args=[result["problem_id"]])
+            return response
+        return render(request, "studio/_validation.html", {"state": "invalid", "error": result.get("error", "")})
+    if status in ("failed", "stopped", "canceled"):
+        reason = (job.latest_result().exc_string if job.latest_result() else "") or status
+        return render(request, "studio/_validation.html",
+                      {"state": "invalid", "error": "validation could not finish: " + reason.strip().splitlines()[-1]})
+    return render(request, "studio/_validation.html", {"job_id": job_id, "state": status})
+
+
+@login_required
+def problem_detail(request, pk):
+    problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
+    return render(request, "studio/problem_detail.html", {"problem": problem})
 
 
 def healthz(request):
