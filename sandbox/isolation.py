@@ -152,7 +152,8 @@ class Jail:
     def environment(self, extra=None):
         home = str(self.private)
         env = {
-            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            # `python` in a jailed shell is the harness's own interpreter (with torch), venv or not.
+            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]),
             # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
             "USER": "ks-sandbox", "LOGNAME": "ks-sandbox",
             "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
