@@ -59,3 +59,41 @@ def set_status(run_id, status, error=""):
 
 def events_after(run_id, seq):
     return [e.to_message() for e in RunEvent.objects.filter(run_id=run_id, seq__gt=seq).order_by("seq")]
+
+
+def record_version(run_id, files, verdict):
+    """Store a verified solution of a run as a KernelVersion; the best so far becomes the run's best_version."""
+    from studio.models import KernelVersion
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("best_version").get(pk=run_id)
+        version = KernelVersion.objects.create(problem_id=run.problem_id, run=run, files=files, verdict=verdict,
+                                               parent=run.best_version)
+        if _better(verdict, run.best_version.verdict if run.best_version else None):
+            run.best_version = version
+            run.save(update_fields=["best_version"])
+        append_event(run_id, "version", {"version": version.pk, "status": verdict.get("status"),
+                                         "reward": verdict.get("reward"), "runtime_ms": verdict.get("runtime_ms"),
+                                         "eager_ms": verdict.get("eager_ms"), "compiled_ms": verdict.get("compiled_ms"),
+                                         "best": run.best_version_id == version.pk})
+    return version
+
+
+def _better(verdict, best):
+    if best is None:
+        return True
+    key = lambda v: (v.get("reward", -1), -(v.get("runtime_ms") or float("inf")))  # noqa: E731
+    return key(verdict) > key(best)
+
+
+def finish_run(run_id, trajectory, error=""):
+    """Close a run: its trajectory, the problem's baselines, and the final status (one event each)."""
+    verdict = trajectory.get("verdict") or {}
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("problem").get(pk=run_id)
+        run.trajectory = trajectory
+        run.save(update_fields=["trajectory"])
+        problem = run.problem
+        if verdict.get("eager_ms") and problem.eager_ms is None:
+            problem.eager_ms, problem.compiled_ms = verdict["eager_ms"], verdict.get("compiled_ms")
+            problem.save(update_fields=["eager_ms", "compiled_ms"])
+    set_status(run_id, Run.Status.FAILED if error else Run.Status.SUCCEEDED, error=error)

@@ -29,3 +29,10 @@ class ProblemUploadForm(forms.Form):
         data["source"] = code
         data["name"] = data.get("name") or "problem"
         return data
+
+
+class RunForm(forms.Form):
+    policy = forms.ChoiceField(choices=[("heuristic", "Heuristic (built in, no model)"),
+                                        ("openai", "Served checkpoint (OpenAI-compatible endpoint)")], initial="heuristic")
+    device = forms.ChoiceField(choices=[("cpu", "CPU"), ("cuda", "GPU")])
+    max_turns = forms.IntegerField(min_value=1, max_value=500, initial=60)

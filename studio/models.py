@@ -46,6 +46,7 @@ class Run(models.Model):
     last_seq = models.PositiveIntegerField(default=0, help_text="sequence number of the newest event")
     best_version = models.ForeignKey("KernelVersion", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
+    trajectory = models.JSONField(null=True, blank=True, help_text="the finished episode, for download")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -21,3 +21,19 @@ def fetch(job_id):
         if job is not None:
             return job
     return None
+
+
+def stop(job_id):
+    """Stop JOB_ID: cancel it if still queued, stop its work horse if running."""
+    from rq.command import send_stop_job_command
+    from rq.exceptions import InvalidJobOperation, NoSuchJobError
+    job = fetch(job_id) if job_id else None
+    if job is None:
+        return
+    try:
+        if job.get_status() == "started":
+            send_stop_job_command(job.connection, job.id)
+        else:
+            job.cancel()
+    except (InvalidJobOperation, NoSuchJobError):
+        pass  # it finished meanwhile

@@ -115,3 +115,8 @@ LOGGING = {
 # Problem uploads: the size limit, and how long validation of an upload may run on a worker.
 KS_UPLOAD_LIMIT_BYTES = env_int("KS_UPLOAD_LIMIT_BYTES", 1 << 20)
 KS_VALIDATE_TIMEOUT = env_int("KS_VALIDATE_TIMEOUT", 180)
+
+# Options every policy back-end receives (each takes what it needs): the endpoint of the served checkpoint.
+KS_POLICY_OPTIONS = {"base_url": KS_POLICY_BASE_URL, "model": KS_POLICY_MODEL, "api_key": KS_POLICY_API_KEY}
+# The longest an optimization run may take on a worker before RQ stops it.
+KS_RUN_TIMEOUT = env_int("KS_RUN_TIMEOUT", 6 * 3600)

@@ -11,6 +11,10 @@ urlpatterns = [
     path("problems/new", views.problem_new, name="problem_new"),
     path("problems/validation/<str:job_id>", views.validation_status, name="validation_status"),
     path("problems/<int:pk>", views.problem_detail, name="problem"),
+    path("problems/<int:pk>/runs", views.run_new, name="run_new"),
+    path("runs/<int:pk>", views.run_detail, name="run"),
+    path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/trajectory.json", views.run_trajectory, name="run_trajectory"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.

@@ -7,12 +7,13 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError, connection
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
-from studio import jobs, queues
-from studio.forms import ProblemUploadForm
-from studio.models import Problem
+from studio import actions, jobs, queues
+from studio.forms import ProblemUploadForm, RunForm
+from studio.models import Problem, Run
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,51 @@ def validation_status(request, job_id):
 @login_required
 def problem_detail(request, pk):
     problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
-    return render(request, "studio/problem_detail.html", {"problem": problem})
+    form = RunForm(initial={"device": problem.device})
+    runs = visible(problem.runs.all(), request.user)
+    return render(request, "studio/problem_detail.html", {"problem": problem, "form": form, "runs": runs})
+
+
+@login_required
+@require_POST
+def run_new(request, pk):
+    problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
+    form = RunForm(request.POST)
+    if not form.is_valid():
+        return render(request, "studio/problem_detail.html", {"problem": problem, "form": form}, status=400)
+    run = Run.objects.create(owner=request.user, problem=problem, **form.cleaned_data)
+    run.job_id = queues.enqueue(queues.queue_for(run.device), jobs.run_episode, run.pk, owner_id=request.user.pk,
+                                timeout=settings.KS_RUN_TIMEOUT)
+    run.save(update_fields=["job_id"])
+    return redirect("run", run.pk)
+
+
+@login_required
+def run_detail(request, pk):
+    run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version"), request.user), pk=pk)
+    events = list(run.events.order_by("seq"))
+    return render(request, "studio/run_detail.html", {"run": run, "events": [e.to_message() for e in events],
+                                                      "last_seq": events[-1].seq if events else 0})
+
+
+@login_required
+@require_POST
+def run_cancel(request, pk):
+    run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
+    if run.status not in Run.FINISHED:
+        actions.set_status(run.pk, Run.Status.CANCELLED, error=f"cancelled by {request.user.get_username()}")
+        queues.stop(run.job_id)
+    return redirect("run", run.pk)
+
+
+@login_required
+def run_trajectory(request, pk):
+    run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
+    if not run.trajectory:
+        raise Http404("the run has no trajectory yet")
+    response = JsonResponse(run.trajectory)
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-trajectory.json"'
+    return response
 
 
 def healthz(request):

@@ -54,6 +54,7 @@ def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_stu
     children = psutil.Process(running_studio.pid).children()
     assert sorted(" ".join(child.cmdline()[1:]) for child in children) == [
         f"-m daphne -b 127.0.0.1 -p {free_port} studio.asgi:application",
+        "manage.py reconcile_runs --every 20",
         "manage.py rqworker cpu",
         "manage.py rqworker gpu",
         "manage.py rqworker train",

@@ -56,6 +56,8 @@ class Command(BaseCommand):
             "daphne": [sys.executable, "-m", "daphne", "-b", settings.KS_HOST, "-p", str(settings.KS_PORT),
                        "studio.asgi:application"],
             **{f"rqworker {queue}": [sys.executable, "manage.py", "rqworker", queue] for queue in QUEUES},
+            # Runs whose worker died are closed within half a minute (RQ alone would show them started).
+            "reconcile_runs": [sys.executable, "manage.py", "reconcile_runs", "--every", "20"],
         }
         # Own sessions: a Ctrl-C in the terminal reaches only us, and each child gets it once, from us;
         # a second SIGINT to an RQ worker would be a cold shutdown that kills its running job.

@@ -1,0 +1,79 @@
+"""A worker that dies mid-run leaves the run failed with the reason, not stuck as running."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import django_rq
+import psutil
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from studio.models import Problem, Run
+from studio.reconcile import reconcile
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+SLOW = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) + 1.0
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def kill_tree(pid):
+    parent = psutil.Process(pid)
+    for proc in parent.children(recursive=True) + [parent]:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def test_a_run_whose_worker_dies_is_marked_failed_with_the_reason(client, tmp_path):
+    owner = get_user_model().objects.create_user("ada", password="pw")
+    client.force_login(owner)
+    django_rq.get_queue("cpu").empty()
+    problem = Problem.objects.create(owner=owner, name="tanh", source=SLOW, sha256="0" * 64, device="cpu")
+    client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 5})
+    run = Run.objects.get()
+    db = connection.settings_dict
+    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+           "KS_CACHE_DIR": str(tmp_path / "cache")}
+    worker = subprocess.Popen([sys.executable, "manage.py", "rqworker", "cpu"], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while Run.objects.get(pk=run.pk).status != "running":
+            assert time.monotonic() < deadline, "the worker never started the run"
+            time.sleep(0.2)
+        assert reconcile() == 0  # alive and working: left alone
+        kill_tree(worker.pid)
+        worker.wait(10)
+        assert reconcile() == 1
+    finally:
+        if worker.poll() is None:
+            kill_tree(worker.pid)
+    run.refresh_from_db()
+    assert run.status == "failed" and "stopped answering" in run.error
+
+
+def test_a_run_whose_job_vanished_is_marked_failed():
+    owner = get_user_model().objects.create_user("ada", password="pw")
+    problem = Problem.objects.create(owner=owner, name="tanh", source=SLOW, sha256="0" * 64)
+    run = Run.objects.create(owner=owner, problem=problem, status="running", job_id="no-such-job")
+    assert reconcile() == 1
+    run.refresh_from_db()
+    assert run.status == "failed" and "gone from the queue" in run.error
