@@ -44,9 +44,15 @@ def running_studio(scratch_database, free_port, tmp_path):
             pytest.fail(f"runstudio did not answer /healthz within 60 s:\n{process.communicate()[0]}")
         time.sleep(0.5)
     yield process
-    if process.poll() is None:
-        process.kill()
-        process.communicate()
+    # The children hold runstudio's stdout open: kill them too, or communicate() would wait forever.
+    survivors = [process] if process.poll() is None else []
+    try:
+        survivors += psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        pass
+    for proc in survivors:
+        proc.kill()
+    process.communicate(timeout=30)
 
 
 def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_studio, free_port, tmp_path):
