@@ -1,0 +1,6 @@
+"""`python -m agent`: see agent.cli."""
+import sys
+
+from agent.cli import main
+
+sys.exit(main())

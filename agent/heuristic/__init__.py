@@ -1,0 +1,1 @@
+"""The built-in heuristic optimizer: graph analysis, fusion planning and kernel code generation."""

@@ -1,0 +1,503 @@
+"""Plan -> native workspace files (binding.cpp with the stable ABI, kernels/, model_new.py) for CUDA or C++."""
+import math
+
+from agent.heuristic.plan import Plan
+
+HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
+
+
+def _offset(op_shape, out_shape, index="i"):
+    """C expression of the element of an operand broadcast to OUT_SHAPE that goes with flat output INDEX."""
+    if list(op_shape) == list(out_shape):
+        return index
+    if math.prod(op_shape) == 1:
+        return "0"
+    shape = [1] * (len(out_shape) - len(op_shape)) + list(op_shape)
+    terms, stride = [], 1
+    strides = []
+    for size in reversed(shape):
+        strides.append(stride)
+        stride *= size
+    strides.reverse()
+    inner = 1
+    inners = []
+    for size in reversed(out_shape):
+        inners.append(inner)
+        inner *= size
+    inners.reverse()
+    for d, (size, out_size) in enumerate(zip(shape, out_shape)):
+        if size == 1:
+            continue
+        coord = f"(({index} / {inners[d]}LL) % {out_size}LL)" if d else f"({index} / {inners[d]}LL)"
+        terms.append(f"{coord} * {strides[d]}LL" if strides[d] != 1 else coord)
+    return " + ".join(terms) or "0"
+
+
+def _op_function(name, params, body, result="result", qualifier=""):
+    args = ", ".join(f"float {p}" for p in params)
+    lines = "\n".join("    " + line for line in body)
+    return f"{qualifier}float {name}({args}) {{\n{lines}\n    return {result};\n}}\n"
+
+
+def _vectorizable(plan):
+    return all(list(o.shape) == list(plan.out_shape) or math.prod(o.shape) == 1 for o in plan.operands) \
+        and math.prod(plan.out_shape) % 4 == 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CUDA
+# ----------------------------------------------------------------------------------------------------------
+CUDA_PRELUDE = """#include <cuda_runtime.h>
+#include <cstdint>
+#include <math.h>
+#ifndef BLOCK
+#define BLOCK {block}
+#endif
+"""
+
+WARP_REDUCE = """
+struct MaxSum { float m, s; };
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    float s = (a.m == -INFINITY ? 0.f : a.s * __expf(a.m - m)) + (b.m == -INFINITY ? 0.f : b.s * __expf(b.m - m));
+    return {m, s};
+}
+template <typename T, typename F> __device__ T block_reduce(T v, F f) {
+    __shared__ T shared[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        T other;
+        if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+        else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+        v = f(v, other);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    int warps = (blockDim.x + 31) >> 5;
+    v = shared[lane < warps ? lane : 0];
+    if (warp == 0) {
+        for (int o = 16; o > 0; o >>= 1) {
+            T other;
+            if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+            else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+            if (lane < warps && (lane ^ o) < warps) v = f(v, other);
+        }
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    T out = shared[0];
+    __syncthreads();
+    return out;
+}
+"""
+
+
+def cuda_elementwise(plan, block):
+    names = [o.name for o in plan.operands]
+    loads = ", ".join(f"{o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    src = CUDA_PRELUDE.format(block=block) + _op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body,
+                                                          qualifier="__device__ __forceinline__ ")
+    src += f"""
+__global__ void fused_kernel({ptrs}float* __restrict__ out, int64_t n) {{
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
+        out[i] = fused_op({loads});
+}}
+"""
+    if _vectorizable(plan):
+        vec_loads = "\n".join(f"        const float4 a_{o.name} = reinterpret_cast<const float4*>({o.name})[i];"
+                              if list(o.shape) == list(plan.out_shape) else f"        const float s_{o.name} = {o.name}[0];"
+                              for o in plan.operands)
+
+        def lane(c):
+            return ", ".join(f"a_{o.name}.{c}" if list(o.shape) == list(plan.out_shape) else f"s_{o.name}" for o in plan.operands)
+        src += f"""
+__global__ void fused_kernel_vec4({ptrs}float* __restrict__ out, int64_t n4) {{
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n4; i += (int64_t)gridDim.x * BLOCK) {{
+{vec_loads}
+        float4 r;
+        r.x = fused_op({lane('x')}); r.y = fused_op({lane('y')}); r.z = fused_op({lane('z')}); r.w = fused_op({lane('w')});
+        reinterpret_cast<float4*>(out)[i] = r;
+    }}
+}}
+"""
+    args = "".join(f"{n}, " for n in names)
+    aligned = " && ".join([f"((uintptr_t){n} % 16 == 0)" for n in names
+                           if list(next(o for o in plan.operands if o.name == n).shape) == list(plan.out_shape)]
+                          + ["((uintptr_t)out % 16 == 0)"])
+    vec_call = (f"""    if ({aligned}) {{
+        int64_t n4 = n / 4;
+        int blocks = (int)((n4 + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+        fused_kernel_vec4<<<blocks, BLOCK, 0, stream>>>({args}out, n4);
+        return;
+    }}
+""" if _vectorizable(plan) else "")
+    src += f"""
+void launch_fused({ptrs}float* out, int64_t n, cudaStream_t stream) {{
+    if (n == 0) return;
+{vec_call}    int blocks = (int)((n + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    fused_kernel<<<blocks, BLOCK, 0, stream>>>({args}out, n);
+}}
+"""
+    return src
+
+
+def cuda_rowwise(plan, block):
+    op = plan.row_op
+    affine = [o.name for o in plan.affine]
+    src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
+    src += _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", "__device__ __forceinline__ ")
+    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="__device__ __forceinline__ ")
+    affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
+    x = plan.main.name
+    if plan.inner > 1:
+        init, step, fin = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
+                           "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
+                           "min": ("INFINITY", "acc = fminf(acc, v);", "acc")}[op]
+        src += f"""
+__global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
+    const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
+    for (int64_t t = blockIdx.x * (int64_t)BLOCK + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * BLOCK) {{
+        const int64_t o = t / inner, i = t % inner;
+        const float* p = {x} + o * R * inner + i;
+        float acc = {init};
+        for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}
+        out[t] = epi_op({fin});
+    }}
+}}
+void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stream) {{
+    int64_t total = outer * {plan.inner}LL;
+    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    row_kernel<<<blocks, BLOCK, 0, stream>>>({x}, out, outer);
+}}
+"""
+        return src
+    body = {
+        "sum": ("float acc = 0.f;", "acc += v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
+        "mean": ("float acc = 0.f;", "acc += v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+                 f"if (threadIdx.x == 0) out[row] = epi_op(acc / {plan.reduce}.f);"),
+        "max": ("float acc = -INFINITY;", "acc = fmaxf(acc, v);",
+                "acc = block_reduce(acc, [](float a, float b) { return fmaxf(a, b); });",
+                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
+        "min": ("float acc = INFINITY;", "acc = fminf(acc, v);",
+                "acc = block_reduce(acc, [](float a, float b) { return fminf(a, b); });",
+                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
+        "softmax": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
+                    "acc = block_reduce(acc, combine); const float inv = 1.f / acc.s;",
+                    "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(__expf(pre_op(x[r]) - acc.m) * inv);"),
+        "log_softmax": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
+                        "acc = block_reduce(acc, combine); const float lse = acc.m + logf(acc.s);",
+                        "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(pre_op(x[r]) - lse);"),
+        "logsumexp": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
+                      "acc = block_reduce(acc, combine);",
+                      "if (threadIdx.x == 0) out[row] = epi_op(acc.m + logf(acc.s));"),
+        "layer_norm": ("float2 acc = {0.f, 0.f};", "acc.x += v; acc.y += v * v;",
+                       "acc.x = block_reduce(acc.x, [](float a, float b) { return a + b; });"
+                       " acc.y = block_reduce(acc.y, [](float a, float b) { return a + b; });"
+                       f" const float mean = acc.x / {plan.reduce}.f;"
+                       f" const float rstd = rsqrtf(fmaxf(acc.y / {plan.reduce}.f - mean * mean, 0.f) + {plan.eps!r}f);",
+                       "for (int64_t r = threadIdx.x; r < R; r += BLOCK) { float t = (pre_op(x[r]) - mean) * rstd; "
+                       + (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + "; " if affine else "")
+                       + "y[r] = epi_op(t); }"),
+    }[op]
+    init, step, reduce, write = body
+    src += f"""
+__global__ void row_kernel(const float* __restrict__ {x}_all{affine_ptrs}, float* __restrict__ out) {{
+    const int64_t R = {plan.reduce}LL;
+    const int64_t row = blockIdx.x;
+    const float* x = {x}_all + row * R;
+    float* y = out + row * R;
+    (void)y;
+    {init}
+    for (int64_t r = threadIdx.x; r < R; r += BLOCK) {{ const float v = pre_op(x[r]); {step} }}
+    {reduce}
+    {write}
+}}
+void launch_fused(const float* {x}{affine_ptrs}, float* out, int64_t outer, cudaStream_t stream) {{
+    row_kernel<<<(unsigned)outer, BLOCK, 0, stream>>>({x}{''.join(', ' + a for a in affine)}, out);
+}}
+"""
+    return src
+
+
+def cuda_gemm(plan, block):
+    names = [o.name for o in plan.operands]
+    loads = ", ".join(f"{o.name}[{'0' if math.prod(o.shape) == 1 else 'i % N'}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    params = ["acc"] + [f"LOAD_{n}" for n in names]
+    src = CUDA_PRELUDE.format(block=block) + "#include <cublas_v2.h>\n#include <stdexcept>\n#include <string>\n"
+    src += _op_function("epi_op", params, plan.body, qualifier="__device__ __forceinline__ ")
+    trivial = plan.body == ["const float result = acc;"]
+    m, n, k = plan.m, plan.n, plan.k
+    if plan.transposed_b:
+        gemm = (f"cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {k}, x, CUDA_R_32F, {k}, "
+                f"&beta, out, CUDA_R_32F, {n}, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+    elif plan.batch > 1:
+        gemm = (f"cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, "
+                f"{k * n}LL, x, CUDA_R_32F, {k}, {m * k}LL, &beta, out, CUDA_R_32F, {n}, {m * n}LL, {plan.batch}, "
+                f"CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+    else:
+        gemm = (f"cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, x, CUDA_R_32F, {k}, "
+                f"&beta, out, CUDA_R_32F, {n}, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+    src += f"""
+__global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t total) {{
+    const int64_t N = {n}LL;
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < total; i += (int64_t)gridDim.x * BLOCK)
+        out[i] = epi_op(out[i]{''.join(', ' + l for l in loads.split(', ') if l)});
+}}
+
+static cublasHandle_t handle() {{
+    // One handle per process: creating one per call costs more than a small GEMM.
+    static cublasHandle_t h = nullptr;
+    if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    return h;
+}}
+
+void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t stream) {{
+    cublasHandle_t h = handle();
+    cublasSetStream(h, stream);
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t status = {gemm};
+    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS GEMM failed: " + std::to_string((int)status));
+"""
+    if not trivial:
+        total = plan.batch * m * n
+        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
+"""
+    return src + "}\n"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# C++ (the CPU target)
+# ----------------------------------------------------------------------------------------------------------
+PARALLEL_ELEMENTS = 1 << 16
+PARALLEL_FLOPS = 1 << 22
+CPP_PRELUDE = "#include <cstdint>\n#include <cmath>\n#include <algorithm>\nusing std::fmaxf; using std::fminf;\n" \
+              "static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }\n"
+
+
+def cpp_elementwise(plan):
+    names = [o.name for o in plan.operands]
+    loads = ", ".join(f"{o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    return CPP_PRELUDE + _op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body, qualifier="static inline ") + f"""
+void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
+    #pragma omp parallel for simd schedule(static) if(n >= {PARALLEL_ELEMENTS})
+    for (int64_t i = 0; i < n; ++i) out[i] = fused_op({loads});
+}}
+"""
+
+
+def cpp_rowwise(plan):
+    op, x = plan.row_op, plan.main.name
+    affine = [o.name for o in plan.affine]
+    src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
+    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="static inline ")
+    affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
+    R, inner = plan.reduce, plan.inner
+    red = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {R}.f"),
+           "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"), "min": ("INFINITY", "acc = std::min(acc, v);", "acc")}
+    if op in red:
+        init, step, fin = red[op]
+        return src + f"""
+void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
+    #pragma omp parallel for schedule(static) if(outer * {R * inner}LL >= {PARALLEL_ELEMENTS})
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < {inner}LL; ++i) {{
+            float acc = {init};
+            for (int64_t r = 0; r < {R}LL; ++r) {{ const float v = pre_op({x}[(o * {R}LL + r) * {inner}LL + i]); {step} }}
+            out[o * {inner}LL + i] = epi_op({fin});
+        }}
+}}
+"""
+    if op in ("softmax", "log_softmax", "logsumexp"):
+        tail = {"softmax": f"for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(std::exp(pre_op(x[r]) - m) / s);",
+                "log_softmax": f"const float lse = m + std::log(s); for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
+                "logsumexp": "out[o] = epi_op(m + std::log(s));"}[op]
+        core = f"""float m = -INFINITY;
+        for (int64_t r = 0; r < {R}LL; ++r) m = std::max(m, pre_op(x[r]));
+        float s = 0.f;
+        for (int64_t r = 0; r < {R}LL; ++r) s += std::exp(pre_op(x[r]) - m);
+        {tail}"""
+    else:  # layer_norm
+        scale = (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + ";") if affine else ""
+        core = f"""double sum = 0, sq = 0;
+        for (int64_t r = 0; r < {R}LL; ++r) {{ const float v = pre_op(x[r]); sum += v; sq += (double)v * v; }}
+        const float mean = (float)(sum / {R}.0);
+        const float rstd = 1.0f / std::sqrt((float)std::max(sq / {R}.0 - (double)mean * mean, 0.0) + {plan.eps!r}f);
+        for (int64_t r = 0; r < {R}LL; ++r) {{ float t = (pre_op(x[r]) - mean) * rstd; {scale} y[r] = epi_op(t); }}"""
+    return src + f"""
+void run_fused(const float* __restrict__ {x}{affine_ptrs}, float* __restrict__ out, int64_t outer) {{
+    #pragma omp parallel for schedule(static) if(outer * {R}LL >= {PARALLEL_ELEMENTS})
+    for (int64_t o = 0; o < outer; ++o) {{
+        const float* x = {x} + o * {R}LL;
+        float* y = out + o * {R}LL;
+        (void)y;
+        {core}
+    }}
+}}
+"""
+
+
+def cpp_gemm(plan):
+    names = [o.name for o in plan.operands]
+    loads = "".join(f", {o.name}[{'0' if math.prod(o.shape) == 1 else 'j'}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    m, n, k = plan.m, plan.n, plan.k
+    src = CPP_PRELUDE + _op_function("epi_op", ["acc"] + [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
+    if plan.transposed_b:
+        inner = f"""const float* a = x + i * {k}LL; const float* b = w + j * {k}LL;
+                float p[8] = {{0, 0, 0, 0, 0, 0, 0, 0}};
+                int64_t t = 0;
+                for (; t + 8 <= {k}LL; t += 8) for (int u = 0; u < 8; ++u) p[u] += a[t + u] * b[t + u];
+                float acc = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+                for (; t < {k}LL; ++t) acc += a[t] * b[t];
+                y[j] = epi_op(acc{loads});"""
+        return src + f"""
+void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
+    #pragma omp parallel for schedule(static) if({int(plan.batch * m * n * k >= PARALLEL_FLOPS)})
+    for (int64_t i = 0; i < {plan.batch * m}LL; ++i) {{
+        float* y = out + i * {n}LL;
+        for (int64_t j = 0; j < {n}LL; ++j) {{
+                {inner}
+        }}
+    }}
+}}
+"""
+    return src + f"""
+void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
+    #pragma omp parallel for schedule(static) if({int(plan.batch * m * n * k >= PARALLEL_FLOPS)})
+    for (int64_t bi = 0; bi < {plan.batch * m}LL; ++bi) {{
+        const int64_t b = bi / {m}LL;
+        const float* a = x + bi * {k}LL;
+        const float* wb = w + b * {k * n}LL;
+        float* y = out + bi * {n}LL;
+        for (int64_t j = 0; j < {n}LL; ++j) y[j] = 0.f;
+        for (int64_t t = 0; t < {k}LL; ++t) {{
+            const float at = a[t];
+            const float* row = wb + t * {n}LL;
+            for (int64_t j = 0; j < {n}LL; ++j) y[j] += at * row[j];
+        }}
+        for (int64_t j = 0; j < {n}LL; ++j) y[j] = epi_op(y[j]{loads});
+    }}
+}}
+"""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The binding and model_new.py
+# ----------------------------------------------------------------------------------------------------------
+def _tensor_args(plan):
+    """(C parameter name, Python expression, expected numel) of every tensor the op takes, in order."""
+    def py(o):
+        return f"inputs[{o.ref}]" if o.source == "input" else f"self.get_parameter({o.ref!r})"
+    args = []
+    if plan.kind in ("rowwise", "gemm"):
+        args.append(plan.main)
+    if plan.kind == "gemm":
+        args.append(plan.weight)
+    args += plan.affine if plan.kind == "rowwise" else plan.operands
+    return [(o.name, py(o), math.prod(o.shape)) for o in args]
+
+
+def binding(plan, device):
+    args = _tensor_args(plan)
+    params = ", ".join(f"Tensor {name}" for name, _, _ in args)
+    checks = "\n".join(f'    check({name}, {numel}LL, "{name}");' for name, _, numel in args)
+    ptrs = ", ".join(f"(const float*){name}.data_ptr()" for name, _, _ in args)
+    out_dims = ", ".join(str(d) for d in plan.out_shape)
+    first = args[0][0]
+    if plan.kind == "gemm":
+        call_args = ptrs
+    elif plan.kind == "rowwise":
+        call_args = ptrs
+    else:
+        call_args = ptrs
+    tail = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL", "gemm": ""}[plan.kind]
+    if device == "cuda":
+        decl_ptrs = ", ".join("const float*" for _ in args)
+        decl = f"void launch_fused({decl_ptrs}, float*{', int64_t' if tail else ''}, cudaStream_t);"
+        call = (f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+                f"    launch_fused({call_args}, (float*)out.data_ptr(){tail}, (cudaStream_t)stream);")
+        includes = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n"
+        key = "CUDA"
+    else:
+        decl_ptrs = ", ".join("const float*" for _ in args)
+        decl = f"void run_fused({decl_ptrs}, float*{', int64_t' if tail else ''});"
+        call = f"    run_fused({call_args}, (float*)out.data_ptr(){tail});"
+        includes, key = "", "CPU"
+    schema = ", ".join(f"Tensor {name}" for name, _, _ in args)
+    return (HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+{includes}#include <stdexcept>
+#include <string>
+
+using torch::stable::Tensor;
+
+{decl}
+
+static void check(const Tensor& t, int64_t numel, const char* name) {{
+    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
+    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
+                                                     " elements, got " + std::to_string(t.numel()));
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}}
+
+Tensor fused({params}) {{
+{checks}
+    Tensor out = torch::stable::new_empty({first}, {{{out_dims}}});
+{call}
+    return out;
+}}
+
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({schema}) -> Tensor"); }}
+STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
+""")
+
+
+def model_new(plan, problem_source):
+    call = ", ".join(f"{py}.contiguous()" for _, py, _ in _tensor_args(plan))
+    return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
+import torch
+import torch.nn as nn
+
+from sandbox.native import load_extension
+
+ops = load_extension(__file__)
+
+# The reference module, used only to create the same parameters with the same initialization.
+PROBLEM_SOURCE = {problem_source!r}
+_reference = {{}}
+exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        reference = _reference["Model"](*args, **kwargs)
+        for name, child in reference.named_children():
+            self.add_module(name, child)
+        for name, parameter in reference.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in reference.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+
+    def forward(self, *inputs):
+        return ops.fused({call})
+'''
+
+
+def workspace_files(plan, device, problem_source, block=256):
+    kernel = {("cuda", "elementwise"): cuda_elementwise, ("cuda", "rowwise"): cuda_rowwise,
+              ("cuda", "gemm"): cuda_gemm}
+    if device == "cuda":
+        source = kernel[(device, plan.kind)](plan, block)
+        name = "kernels/fused.cu"
+    else:
+        source = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm}[plan.kind](plan)
+        name = "kernels/fused.cpp"
+    return {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
+            "model_new.py": model_new(plan, problem_source)}

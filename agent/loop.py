@@ -1,0 +1,203 @@
+"""The ReAct loop: an episode owns a workspace and runs turns (the policy thinks and calls tools, the tools
+observe) until the policy submits or a budget runs out, keeping the best verified solution all along.
+
+    episode = Episode("problem.py", policy, "out/workspace", EpisodeConfig(device="cuda", max_turns=60))
+    trajectory = episode.run()
+    save(trajectory, "out")  # solution.py, trajectory.json, verdict.json
+"""
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sandbox import EvalConfig
+
+from agent.context import Context
+from agent.policies.base import ContextTooLong, PolicyError, Task
+from agent.tools import SCHEMAS, Tools, files_digest
+from agent.trajectory import Trajectory, Turn
+from agent.workspace import SKILL, Workspace, solution_source, write_files
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EpisodeConfig:
+    device: str = "cuda"
+    max_turns: int = 60
+    wall_clock_s: float | None = None  # None: no wall-clock budget
+    context_tokens: int = 32768  # the model's context window
+    response_tokens: int = 4096  # kept free for the model's answer
+    observation_chars: int = 12000  # one tool observation, at most
+    bash_timeout_s: float = 120.0
+    eval: EvalConfig | None = None  # the sandbox's settings; default EvalConfig(device=device)
+
+    def eval_config(self):
+        return self.eval or EvalConfig(device=self.device)
+
+    def to_json(self):
+        return {**asdict(self), "eval": self.eval_config().to_json()}
+
+
+SYSTEM = ("You are an expert GPU performance engineer. You work in a sandboxed workspace through tools, one or "
+          "more tool calls per turn, and think briefly before each. Your skill file follows.\n\n")
+
+TASK = """Optimize this problem for the {device_name} (device {device}).
+
+problem.py:
+```python
+{source}
+```
+
+The workspace holds:
+{listing}
+
+You have {max_turns} turns{wall}. Read, plan, write the kernels, compile, verify, profile and improve; submit when
+you cannot improve further. The best verified solution is kept whatever happens later."""
+
+
+def better(verdict, best):
+    """Whether VERDICT beats the best so far: higher reward first, then a shorter runtime among correct ones.
+    Among failures the latest wins, so a failed episode ends with the agent's last attempt."""
+    if best is None:
+        return True
+    old = best["verdict"]
+    if verdict.reward != old.reward:
+        return verdict.reward > old.reward
+    if not verdict.correct:
+        return True
+    return verdict.runtime_ms < old.runtime_ms
+
+
+class Episode:
+    def __init__(self, problem, policy, workspace, config=None, on_turn=None):
+        self.problem = Path(problem).resolve()
+        self.policy = policy
+        self.workspace_dir = Path(workspace)
+        self.config = config or EpisodeConfig()
+        self.on_turn = on_turn or (lambda turn: None)
+
+    def run(self):
+        cfg = self.config
+        start = time.monotonic()
+        ws = Workspace.create(self.workspace_dir, self.problem, cfg.device)
+        tools = Tools(ws, self.problem, cfg.eval_config(), cfg.bash_timeout_s, cfg.observation_chars)
+        source = self.problem.read_text()
+        opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()},
+                   {"role": "user", "content": self._task(ws, source)}]
+        context = Context(opening, cfg.context_tokens - cfg.response_tokens)
+        traj = Trajectory(problem=self.problem.name, device=cfg.device, policy=self.policy.name,
+                          model=self.policy.model, problem_source=source, messages=opening, tools=SCHEMAS,
+                          started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config=cfg.to_json())
+        self.policy.reset(Task(self.problem.name, source, cfg.device, str(ws.root), cfg.max_turns))
+        best, stop = None, "max_turns"
+
+        for index in range(1, cfg.max_turns + 1):
+            if cfg.wall_clock_s is not None and time.monotonic() - start >= cfg.wall_clock_s:
+                stop = "wall_clock"
+                break
+            turn_start = time.monotonic()
+            # think: the policy sees the conversation (condensed when long) and answers with tool calls
+            try:
+                action, policy_s = self._act(context, traj.turns, best)
+            except PolicyError as exc:
+                if not traj.turns:
+                    raise
+                log.warning("episode %s: the policy failed at turn %d: %s", ws.root, index, exc)
+                stop = f"policy_error: {exc}"
+                break
+            turn = Turn(index=index, thought=action.thought, tool_calls=action.tool_calls,
+                        finish_reason=action.finish_reason, policy_s=round(policy_s, 3),
+                        prompt_tokens=action.prompt_tokens, completion_tokens=action.completion_tokens,
+                        prompt_token_ids=action.prompt_token_ids, response_token_ids=action.response_token_ids,
+                        response_logprobs=action.response_logprobs)
+            # act and observe: every call runs in order; a verdict that beats the best replaces it
+            submitted, tools_start = False, time.monotonic()
+            for n, call in enumerate(turn.tool_calls):
+                call.id = call.id or f"call_{index}_{n}"
+                result = tools.run(call)
+                if result.verdict is not None:
+                    if better(result.verdict, best):
+                        best = {"turn": index, "verdict": result.verdict, "files": result.files}
+                    call.observation += "\n" + best_note(best)
+                submitted = submitted or result.done
+            left = cfg.max_turns - index
+            if turn.tool_calls and 0 < left <= 3 and not submitted:
+                turn.tool_calls[-1].observation += f"\n[{left} turn(s) left: verify and submit]"
+            tools_s = time.monotonic() - tools_start
+            turn.tools_s = round(tools_s, 3)
+            turn.overhead_s = round(time.monotonic() - turn_start - policy_s - tools_s, 4)
+            traj.turns.append(turn)
+            self.on_turn(turn)
+            self.policy.observe(turn)
+            if submitted:
+                stop = "submitted"
+                break
+
+        # the result is the best verified solution; with none verified, the workspace as the agent left it
+        if best is None:
+            result = tools.tool_verify()
+            best = {"turn": None, "verdict": result.verdict, "files": result.files}
+        restore(ws, best["files"])
+        traj.stop_reason = stop
+        traj.best = {"turn": best["turn"], "verdict": best["verdict"].to_json(), "files": best["files"]}
+        traj.verdict = traj.best["verdict"]
+        traj.wall_s = round(time.monotonic() - start, 3)
+        log.info("episode %s: %s after %d turns, %s", ws.root, stop, len(traj.turns), best["verdict"].summary())
+        return traj
+
+    def _act(self, context, turns, best):
+        """The policy's action on the conversation so far, and the seconds the policy itself took."""
+        notes = best_note(best) if best else ""
+        messages = context.messages(turns, notes)
+        t0 = time.monotonic()
+        try:
+            return self.policy.act(messages, SCHEMAS), time.monotonic() - t0
+        except ContextTooLong:
+            if not context.shrink(turns):
+                raise
+            messages = context.messages(turns, notes)
+            t0 = time.monotonic()
+            return self.policy.act(messages, SCHEMAS), time.monotonic() - t0
+
+    def _task(self, ws, source):
+        cfg = self.config
+        wall = f" and {cfg.wall_clock_s / 60:.0f} minutes" if cfg.wall_clock_s else ""
+        device_name = "NVIDIA GPU" if cfg.device == "cuda" else "CPU (C++ kernels in kernels/*.cpp)"
+        return TASK.format(device_name=device_name, device=cfg.device, source=source.strip(),
+                           listing=ws.listing(), max_turns=cfg.max_turns, wall=wall)
+
+
+def best_note(best):
+    v = best["verdict"]
+    if v.correct:
+        return (f"[best so far: turn {best['turn']}, reward {v.reward}, {v.runtime_ms:.4f} ms, "
+                f"{v.speedup_vs_eager:.2f}x eager]")
+    return f"[best so far: none correct yet (turn {best['turn']}: {v.status})]"
+
+
+def restore(ws, files):
+    """Make the workspace's solution files exactly FILES (the best solution), if they are not already."""
+    if files_digest(ws.solution_files()) == files_digest(files):
+        return
+    for rel in ws.solution_files():
+        (ws.root / rel).unlink()
+    write_files(ws.root, files)
+
+
+def save(trajectory, out):
+    """Write OUT/solution.py (the best solution, self-contained), OUT/trajectory.json and OUT/verdict.json."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"Kernel Studio solution of {trajectory.problem} ({trajectory.device}): {_headline(trajectory.verdict)}"
+    (out / "solution.py").write_text(solution_source(trajectory.best["files"], title))
+    (out / "trajectory.json").write_text(trajectory.dumps())
+    (out / "verdict.json").write_text(json.dumps(trajectory.verdict, indent=2))
+
+
+def _headline(verdict):
+    if verdict["correct"]:
+        return f"reward {verdict['reward']}, {verdict['runtime_ms']:.4f} ms, {verdict['speedup_vs_eager']:.2f}x eager"
+    return f"{verdict['status']}, reward {verdict['reward']}"
