@@ -43,6 +43,16 @@ def main(argv=None):
     build = sub.add_parser("build", help="build a native workspace (cached) and print the library path")
     build.add_argument("workspace")
     build.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    pkg = sub.add_parser("package", help="write a pip-installable PyTorch extension package of a solution")
+    pkg.add_argument("problem")
+    pkg.add_argument("solution", help="a KernelBench-style .py file (load_inline) or a native workspace folder")
+    pkg.add_argument("--out", required=True, help="folder for NAME-VERSION.tar.gz and the wheel")
+    pkg.add_argument("--name", help="distribution name (default ks-<problem>); its import name is the op namespace")
+    pkg.add_argument("--verdict", help="the JSON of `evaluate --json`, whose measurements go into the README")
+    pkg.add_argument("--wheel", action=argparse.BooleanOptionalAction, default=None,
+                     help="build the wheel too (default: where this machine can compile the kernels)")
+    pkg.add_argument("--check", action="store_true",
+                     help="install into a fresh virtual environment and run the package's own tests")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -69,6 +79,25 @@ def _dispatch(args):
         result = build_workspace(args.workspace, args.device)
         print(json.dumps({"library": result.library, "cached": result.cached, "seconds": round(result.seconds, 3)}))
         return 0
+    if args.command == "package":
+        import tempfile
+        from pathlib import Path
+
+        from sandbox.package import package_solution
+        from sandbox.package.verify import check_package
+        if args.verdict and not Path(args.verdict).is_file():
+            raise MisuseError(f"verdict file {args.verdict} does not exist")
+        verdict = json.loads(Path(args.verdict).read_text()) if args.verdict else None
+        result = package_solution(args.problem, args.solution, args.out, args.name, verdict, args.wheel)
+        report, ok = result.to_json(), True
+        if args.check:
+            with tempfile.TemporaryDirectory(prefix="ks-check-") as tmp:
+                check = check_package(result.sdist, tmp, install=result.wheel)
+            report["check"], ok = {"ok": check.ok, "installed": check.installed, "seconds": check.seconds}, check.ok
+            if not ok:
+                print(check.log, file=sys.stderr)
+        print(json.dumps(report, indent=2))
+        return 0 if ok else 1
     profiling = args.command == "profile"
     verdict = evaluate(args.problem, args.solution, _config(args, profile=profiling, ncu=getattr(args, "ncu", False)))
     if args.json:

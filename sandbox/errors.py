@@ -27,3 +27,8 @@ class BuildError(SandboxError):
 
 class IsolationError(SandboxError):
     """Isolation was required (KS_SANDBOX_REQUIRE_ISOLATION=True) but this host cannot provide it."""
+
+
+class PackagingError(SandboxError):
+    """A solution cannot be turned into a package (sources made at run time, untyped bindings); the message
+    says what to change."""

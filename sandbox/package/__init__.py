@@ -1,0 +1,68 @@
+"""Packaging a verified solution as a pip-installable PyTorch extension: `package_solution` writes the sdist and,
+where this machine can compile it, the wheel.
+
+The package has the shape of pytorch/extension-cpp: `csrc/` (the kernels and binding), `src/<name>/` whose
+`ops.py` registers each kernel as a torch.library operator with a fake implementation (so torch.compile traces
+it) and whose `ModelNew` is the solution's, importing those operators instead of building anything; `tests/`
+against the original Model; a README with what was measured. Each package gets its own operator namespace.
+"""
+import logging
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sandbox.package.build import build_sdist, wheel_buildable
+from sandbox.package.build import build_wheel as wheel_from_sdist
+from sandbox.package.plan import make_plan
+from sandbox.package.render import fake, render
+from sandbox.verdict import Verdict
+
+__all__ = ["PackageResult", "package_solution"]
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PackageResult:
+    sdist: str
+    wheel: str | None
+    name: str  # the distribution name
+    version: str
+    module: str = ""  # the import name, also the namespace of the operators: torch.ops.<module>.*
+    device: str = ""
+    operators: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what the user should know: no wheel and why, fakes to write
+
+    def to_json(self):
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(**data)
+
+
+def package_solution(problem, solution, out_dir, name=None, verdict=None, build_wheel=None):
+    """Package SOLUTION (a load_inline .py or a native workspace) of PROBLEM into OUT_DIR.
+
+    NAME defaults to ks-<problem name>; VERDICT (a Verdict or its JSON) fills the README's measurements;
+    BUILD_WHEEL None builds the wheel where this machine can (any machine for CPU kernels, a CUDA toolkit and a
+    CUDA torch for GPU kernels). Raises PackagingError for what cannot be packaged, BuildError if a build fails.
+    """
+    if isinstance(verdict, dict):
+        verdict = Verdict.from_json(verdict)
+    plan = make_plan(problem, solution, name, verdict)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ks-package-") as tmp:
+        sdist = build_sdist(render(plan, Path(tmp) / f"{plan.module}-{plan.version}"), out_dir)
+    notes = [f"the fake implementation of {op.full_name} is a placeholder: write it in "
+             f"src/{plan.module}/ops.py before using torch.compile" for op in plan.ops if fake(op).assumption is None]
+    if verdict is not None and not verdict.correct:
+        notes.append(f"the attached verdict is {verdict.status!r}, not a pass: this solution was not verified")
+    if build_wheel is None:
+        build_wheel, why = wheel_buildable(plan.device)
+        if not build_wheel:
+            notes.append(f"no wheel: {why}")
+    wheel = wheel_from_sdist(sdist, out_dir) if build_wheel else None
+    log.info("packaged %s as %s%s", solution, sdist, f" and {wheel}" if wheel else "")
+    return PackageResult(str(sdist), str(wheel) if wheel else None, plan.dist, plan.version, plan.module, plan.device,
+                         [f"{plan.module}::{op.full_name}" for op in plan.ops], notes)

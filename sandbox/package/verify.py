@@ -1,0 +1,62 @@
+"""Checking a built package the way a user meets it: installed into a fresh virtual environment, its tests run
+from the sdist, with no network."""
+import os
+import site
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_TAIL = 20000
+
+
+@dataclass
+class CheckResult:
+    ok: bool
+    installed: str  # the sdist or wheel that was installed
+    python: str  # the fresh environment's interpreter, left in place for further checks
+    seconds: float
+    log: str
+
+
+def fresh_venv(path):
+    """A new virtual environment at PATH that sees this interpreter's packages (torch, setuptools, pytest) but
+    not what is installed into it later; returns its python."""
+    path = Path(path)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(path)], check=True)
+    python = path / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # Run from a virtual environment, whose packages --system-site-packages does not reach: list them in a
+        # .pth file (paths only: the .pth files inside them, editable installs among them, are not processed).
+        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+        Path(purelib, "_ks_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
+
+
+def _run(argv, cwd, log):
+    # The tests must see only the package and the environment, not this process's Django settings or sources.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    log.append(f"$ {' '.join(map(str, argv))}\n{proc.stdout}{proc.stderr}")
+    return proc.returncode == 0
+
+
+def check_package(sdist, workdir, install=None):
+    """Install INSTALL (default: the SDIST itself) into a fresh environment under WORKDIR and run the tests that
+    ship in SDIST against it."""
+    t0 = time.monotonic()
+    workdir = Path(workdir).resolve()
+    install = Path(install or sdist)
+    python = fresh_venv(workdir / "venv")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(workdir / "sdist", filter="data")
+    (root,) = (workdir / "sdist").iterdir()
+    log = []
+    ok = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-build-isolation", "--no-deps",
+               "--no-cache-dir", "--no-index", str(install.resolve())], workdir, log)
+    ok = ok and _run([str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests"], root, log)
+    text = "\n".join(log)
+    return CheckResult(ok, str(install), str(python), round(time.monotonic() - t0, 3), text[-_TAIL:])
