@@ -1,0 +1,54 @@
+"""Wall time of one whole sandbox.evaluate of a KernelBench level-2 problem with its handwritten solution, under
+the default protocol (5 trials, eager and torch.compile baselines): first call (cold baselines, torch.compile,
+cold build) and second call (cached baselines and build). Target: the cached call within 15 s. Needs a CUDA GPU
+and KernelBench's problems (tests/gpu/data/problems.jsonl or ../shared/kernelbench/problems.jsonl).
+
+    python -m bench.level2_eval_time [--problem 63_Gemm_ReLU_Divide]
+"""
+import argparse
+import sys
+import tempfile
+import time
+
+from bench._gpu import SOLUTIONS, gpu_missing, kernelbench_problem, private_cache, table
+
+TARGET_S = 15.0
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="python -m bench.level2_eval_time", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problem", default="63_Gemm_ReLU_Divide",
+                        help="a level-2 problem with a solution under tests/gpu/solutions/level2")
+    args = parser.parse_args(argv)
+    missing = gpu_missing("level2_eval_time")
+    if missing:
+        print(missing)
+        return 0
+    from sandbox import evaluate
+    solution = SOLUTIONS / "level2" / args.problem
+    solution = solution if solution.is_dir() else solution.with_suffix(".py")
+    rows = []
+    with private_cache("ks-bench-level2-"), tempfile.TemporaryDirectory(prefix="ks-bench-level2-") as tmp:
+        problem = kernelbench_problem(2, args.problem, tmp)
+        for call in ("first (cold)", "second (cached)"):
+            t0 = time.perf_counter()
+            verdict = evaluate(str(problem), str(solution), device="cuda")
+            seconds = time.perf_counter() - t0
+            print(f"{call}: {seconds:.1f} s, {verdict.summary()}", flush=True)
+            if verdict.status != "ok":
+                print(verdict.log)
+            rows.append((call, f"{seconds:.1f}", verdict.status, verdict.reward,
+                         f"{verdict.speedup_vs_eager:.2f}" if verdict.speedup_vs_eager else "-",
+                         f"{verdict.speedup_vs_compiled:.2f}" if verdict.speedup_vs_compiled else "-",
+                         f"{verdict.compile_s:.2f}" if verdict.compile_s is not None else "-"))
+    print()
+    print(table(("evaluate " + args.problem, "wall s", "status", "reward", "x eager", "x compiled", "compile s"), rows))
+    cached_s = float(rows[-1][1])
+    verdict = "within" if cached_s <= TARGET_S else "OVER"
+    print(f"cached evaluation {cached_s:.1f} s: {verdict} the {TARGET_S:.0f} s target")
+    print(f"reproduce: python -m bench.level2_eval_time --problem {args.problem}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
