@@ -6,6 +6,9 @@ view and copy operators are allowed (they compute nothing); any other ATen or pr
 PyTorch fallback. Operators of other namespaces are the solution's own kernels; whatever they dispatch
 inside is recorded too, so a custom op that merely wraps torch.matmul is caught.
 """
+import builtins
+import inspect
+import statistics
 import sys
 import time
 
@@ -89,11 +92,21 @@ def _watched():
         "torch.Tensor.zero_": (torch.Tensor, "zero_"), "torch.Tensor.__eq__": (torch.Tensor, "__eq__"),
         "torch.nn.Module.__call__": (torch.nn.Module, "__call__"),
         "torch.nn.Module._call_impl": (torch.nn.Module, "_call_impl"),
+        "statistics.median": (statistics, "median"), "statistics.quantiles": (statistics, "quantiles"),
     }
+    # Builtins the timing and comparison code computes with (a patched `sorted` would reorder the samples).
+    for name in ("sorted", "len", "min", "max", "sum", "abs", "round", "int", "float", "iter", "next", "range"):
+        items[f"builtins.{name}"] = (builtins, name)
     for module in (timing, correctness, protocol, transfer):
         for name, value in vars(module).items():
-            if callable(value) and getattr(value, "__module__", None) == module.__name__:
+            # Every callable, the captured ones too (timing's `_perf_ns` is time.perf_counter_ns).
+            if callable(value):
                 items[f"{module.__name__}.{name}"] = (module, name)
+                # The harness's own classes: their methods (the CPU clock's `sample`) can be replaced in place.
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    for attr, member in vars(value).items():
+                        if inspect.isfunction(member):
+                            items[f"{module.__name__}.{name}.{attr}"] = (value, attr)
     return items
 
 
@@ -103,13 +116,16 @@ class Integrity:
     def __init__(self):
         self._items = _watched()
         self._originals = {k: getattr(owner, attr) for k, (owner, attr) in self._items.items()}
+        # A function's code can be swapped while the function object stays the same.
+        self._codes = {k: getattr(v, "__code__", None) for k, v in self._originals.items()}
 
     def watched_pairs(self):
         return list(self._items.values())
 
     def tampered(self):
         return sorted(k for k, (owner, attr) in self._items.items()
-                      if getattr(owner, attr, None) is not self._originals[k])
+                      if getattr(owner, attr, None) is not self._originals[k]
+                      or getattr(self._originals[k], "__code__", None) is not self._codes[k])
 
 
 class AuditLog:
@@ -122,6 +138,9 @@ class AuditLog:
         self.active = False
         self.events = []
         self._watched = {(id(owner), attr) for owner, attr in integrity.watched_pairs()}
+        # Assigning a function's __code__ raises an audit event (assigning a class or module attribute does
+        # not): a swap undone before the integrity check is still seen.
+        self._functions = {id(getattr(owner, attr, None)) for owner, attr in integrity.watched_pairs()}
         sys.addaudithook(self._hook)
 
     def _hook(self, event, args):
@@ -129,5 +148,6 @@ class AuditLog:
             return
         if event in self.WATCHED:
             self.events.append(event)
-        elif event == "object.__setattr__" and (id(args[0]), args[1]) in self._watched:
+        elif event == "object.__setattr__" and ((id(args[0]), args[1]) in self._watched
+                                                or args[1] == "__code__" and id(args[0]) in self._functions):
             self.events.append(f"set {getattr(args[0], '__qualname__', args[0])!s}.{args[1]}")

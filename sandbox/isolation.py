@@ -162,6 +162,7 @@ class Jail:
             "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions", "TRITON_CACHE_DIR": f"{home}/.triton",
             "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor", "MAX_JOBS": str(settings.MAX_JOBS),
             "OMP_NUM_THREADS": str(settings.CPU_THREADS), "KS_CPU_THREADS": str(settings.CPU_THREADS),
+            "KS_DEVICE": self.device,
         }
         for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
                      "CXX", "CC", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "KS_CACHE_DIR"):

@@ -19,7 +19,9 @@ _KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC
          os.ST_NOATIME: MS_NOATIME, os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
 # Pseudo filesystems stay as they are: device nodes (the GPU) must keep working.
 _SKIP = ("/proc", "/sys", "/dev")
-_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+# Each gets a fresh, private tmpfs. /run (where /var/run points) holds local services' Unix sockets (PostgreSQL,
+# MySQL, Docker), which a network namespace does not cut off and a read-only mount does not stop.
+_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -80,7 +82,9 @@ def setup_filesystem(private, keep):
         for i in range(2, len(parts)):
             top = str(Path(*parts[:i]))
             if not os.stat(top).st_mode & stat.S_IXOTH:
-                holes.setdefault(top, set()).add(str(Path(*parts[:i + 1])))
+                # The kept path itself, not just the next folder: deeper 0700 folders (a cache under
+                # ~/.cache/private/...) would lock the uid out again; the tmpfs makes its parents 0755.
+                holes.setdefault(top, set()).add(k)
                 break
     originals = {child: os.open(child, os.O_PATH) for kids in holes.values() for child in kids}
     scratch = [d for d in _SCRATCH if os.path.isdir(d) and not any(_under(k, d) for k in keep)]

@@ -26,6 +26,9 @@ _synchronize = getattr(torch._C, "_cuda_synchronize", None)
 _zero = torch.Tensor.zero_
 _CUDAGraph = torch.cuda.CUDAGraph
 _no_grad = torch.no_grad
+# The statistics too: a solution that replaces statistics.median changes nothing reported from here.
+_median = statistics.median
+_quantiles = statistics.quantiles
 
 CPU_FLUSH_BYTES = 64 << 20
 
@@ -47,8 +50,8 @@ class Timing:
 
 def _summarize(samples, mode, calls=1, note=""):
     samples = sorted(samples)
-    median = statistics.median(samples)
-    q = statistics.quantiles(samples, n=4) if len(samples) >= 4 else [samples[0], median, samples[-1]]
+    median = _median(samples)
+    q = _quantiles(samples, n=4) if len(samples) >= 4 else [samples[0], median, samples[-1]]
     spread = 100.0 * (q[2] - q[0]) / median if median > 0 else 0.0
     return Timing(median, len(samples), spread, samples[0], samples[-1], mode, calls, note)
 
@@ -63,7 +66,7 @@ class _CudaClock:
         props = torch.cuda.get_device_properties(device)
         self.flush_buf = torch.empty(max(2 * props.L2_cache_size, 1 << 20), dtype=torch.uint8, device=device)
         self.gap_ms = 0.0
-        self.gap_ms = statistics.median(self.sample(lambda: None) for _ in range(50))
+        self.gap_ms = _median(self.sample(lambda: None) for _ in range(50))
 
     def flush(self):
         _zero(self.flush_buf)
@@ -108,7 +111,7 @@ def measure(fn, input_sets, device, config):
         while warm < 3 or (_perf_ns() - t0) / 1e9 < config.warmup_s:
             clock.sample(run)
             warm += 1
-        est = statistics.median(clock.sample(run) for _ in range(3))
+        est = _median(clock.sample(run) for _ in range(3))
         if device == "cuda" and config.timing == "graph":
             try:
                 return _measure_graph(fn, input_sets, clock, est, config)

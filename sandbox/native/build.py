@@ -75,10 +75,16 @@ def _cuda_arch():
 
 
 def _cuda_home():
-    if os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH"):
-        return os.environ.get("CUDA_HOME") or os.environ["CUDA_PATH"]
+    """CUDA_HOME, else the toolkit holding the nvcc on PATH, else /usr/local/cuda: the first with headers."""
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = shutil.which("nvcc")
-    return str(Path(nvcc).resolve().parent.parent) if nvcc else "/usr/local/cuda"
+    if nvcc:
+        candidates.append(str(Path(nvcc).resolve().parent.parent))  # a wrapper script resolves elsewhere
+    candidates.append("/usr/local/cuda")
+    for home in filter(None, candidates):
+        if (Path(home) / "include" / "cuda_runtime.h").exists():
+            return home
+    return "/usr/local/cuda"
 
 
 @functools.lru_cache(maxsize=2)
@@ -316,9 +322,12 @@ def _exports_python_module(library, module_name):
 
 
 def load_extension(path, device=None):
-    """The compiled module of the workspace holding PATH (model_new.py or the folder); built if not cached."""
+    """The compiled module of the workspace holding PATH (model_new.py or the folder); built if not cached.
+
+    The device defaults to the evaluation's (KS_DEVICE, set by the harness), else what the sources imply.
+    """
     import torch  # noqa: F401 -- libtorch must be loaded before the extension resolves its symbols
     workspace = Path(path).resolve()
     workspace = workspace if workspace.is_dir() else workspace.parent
-    result = build_workspace(workspace, device)
+    result = build_workspace(workspace, device or os.environ.get("KS_DEVICE") or None)
     return import_library(result.library, result.module_name)

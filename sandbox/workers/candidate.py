@@ -56,6 +56,8 @@ class Candidate:
     def load(self):
         setup_device(self.device)
         self.problem = import_file(self.start["problem"], "ks_problem")
+        # The problem module lives in this process too: what solution code may not replace in it.
+        self.problem_api = {n: getattr(self.problem, n) for n in ("Model", "get_inputs", "get_init_inputs")}
         self.audit.active = True
         t0 = _perf()
         try:
@@ -90,12 +92,21 @@ class Candidate:
 
     # -- running -------------------------------------------------------------------------------------
     def _poison(self):
-        """Fill the allocator's free memory with NaN so an output the kernel never writes cannot pass."""
+        """Fill the allocator's free memory with NaN so an output the kernel never writes cannot pass.
+
+        Twice the output's size where memory allows; never more than 80% of what is free (on the device and in
+        the allocator's cache), so poisoning cannot itself run the evaluation out of memory.
+        """
         if self.device != "cuda":
             return
-        count = max(1, 2 * self.spec["output_bytes"] // 4)
-        _fill(_empty(count, dtype=torch.float32, device="cuda"), float("nan"))
-        synchronize(self.device)
+        free, _ = torch.cuda.mem_get_info()
+        cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        nbytes = min(2 * self.spec["output_bytes"], int(0.8 * (free + cached)))
+        if nbytes < self.spec["output_bytes"]:
+            self.notes.append(f"outputs poisoned only in part: {nbytes >> 20} MiB free for {self.spec['output_bytes'] >> 20} MiB")
+        if nbytes >= 4:
+            _fill(_empty(nbytes // 4, dtype=torch.float32, device="cuda"), float("nan"))
+            synchronize(self.device)
 
     def forward(self, inputs):
         recorder = Recorder()
@@ -133,6 +144,9 @@ class Candidate:
     def time_it(self, msg):
         n = max(1, min(self.config.input_sets, (self.config.input_budget_mb << 20) // max(1, self.spec["input_bytes"])))
         self.sets = [make_inputs(self.problem, s, self.device) for s in msg["seeds"][:n]]
+        if any(spec_of(s) != self.spec["inputs"] for s in self.sets):
+            raise Failed("violation", "the inputs drawn for timing differ in shape or dtype from the problem's: "
+                                      "solution code changed the problem (get_inputs or what it reads)")
         self._check_reuse()
         try:
             timing = measure(self.model, self.sets, self.device, self.config)
@@ -157,6 +171,7 @@ class Candidate:
 
     def post_timing_trial(self, msg):
         """Fresh values written into the very buffers that were timed: a cache keyed by pointer is caught."""
+        self.sets = self.sets[:1]  # the other timing sets are not needed any more: their memory poisons too
         fresh = make_inputs(self.problem, msg["seed"], self.device)
         target = self.sets[0]
         for dst, src in zip(target, fresh):
@@ -171,6 +186,9 @@ class Candidate:
             (found if self.config.strict else self.notes).append(message if self.config.strict else "relaxed: " + message)
         for name in self.integrity.tampered():
             found.append(f"tampering: {name} was replaced while solution code ran")
+        for name, original in self.problem_api.items():
+            if getattr(self.problem, name, None) is not original:
+                found.append(f"tampering: the problem's {name} was replaced while solution code ran")
         for event in sorted(set(self.audit.events)):
             found.append(f"tampering: solution code triggered '{event}'")
         return found

@@ -1,0 +1,225 @@
+"""Isolation of solution code: an unprivileged uid, no network, no local services, a read-only system but a
+private folder, CPU/memory/file-size/process limits, a wall-clock timeout, truncated output; a fault or a
+hang ends that subprocess with a clear verdict and the caller carries on.
+
+Probes run as solution code inside the jail and report back through the load_error log (conftest.probe).
+"""
+import os
+import resource
+import socket
+import threading
+import time
+
+import pytest
+
+from sandbox import settings
+from sandbox.isolation import isolation_level, namespaces_available
+
+SERVICES = {"redis": 6379, "postgresql": 5432}
+
+
+def _host_can_connect(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_this_host_provides_isolation():
+    # The rest of this file relies on it: the CI worker runs as root with namespaces.
+    assert namespaces_available()
+    assert isolation_level() == ("namespaces+uid" if os.geteuid() == 0 else "namespaces")
+
+
+def test_solution_code_runs_unprivileged_with_limits(probe):
+    result = probe("""
+        import resource
+        result["uid"], result["euid"], result["gid"], result["groups"] = os.getuid(), os.geteuid(), os.getgid(), os.getgroups()
+        for name in ("RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_CORE"):
+            result[name] = resource.getrlimit(getattr(resource, name))[0]
+        result["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+        result["cwd"] = os.getcwd()
+        result["env"] = sorted(k for k in os.environ if "SECRET" in k or "PASSWORD" in k or k == "DATABASE_URL")
+        """)
+    if os.geteuid() == 0:
+        assert result["uid"] != 0 and result["euid"] != 0 and result["gid"] != 0 and result["groups"] == []
+    assert result["RLIMIT_NPROC"] == settings.MAX_PROCESSES
+    assert result["RLIMIT_FSIZE"] == settings.FILE_SIZE_MB << 20
+    assert result["RLIMIT_AS"] == 2 * settings.MEMORY_MB << 20  # CPU target: an address-space limit
+    assert result["RLIMIT_CORE"] == 0
+    # A PID namespace of its own: the host's processes are invisible, so they cannot be signalled.
+    assert len(result["pids"]) <= 3, result["pids"]
+    assert result["cwd"].startswith(str(settings.work_root()))
+    assert result["env"] == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the jail supports RLIMIT_CPU (Jail.start(cpu_s=...)) but the harness starts its workers without it: only "
+    "the wall-clock timeout bounds a solution's CPU time"))
+def test_solution_code_has_a_cpu_time_limit(probe):
+    result = probe("""
+        import resource
+        result["cpu"] = resource.getrlimit(resource.RLIMIT_CPU)[0]
+        """)
+    assert result["cpu"] != resource.RLIM_INFINITY
+
+
+def test_network_and_local_services_are_unreachable(probe):
+    reachable = {name: _host_can_connect(port) for name, port in SERVICES.items()}
+    unix_sockets = [p for p in ("/var/run/postgresql/.s.PGSQL.5432", "/run/postgresql/.s.PGSQL.5432",
+                                "/var/run/redis/redis-server.sock", "/run/redis/redis-server.sock",
+                                "/run/mysqld/mysqld.sock", "/var/run/docker.sock") if os.path.exists(p)]
+    result = probe(f"""
+        targets = {{"redis": ("127.0.0.1", 6379), "postgresql": ("127.0.0.1", 5432),
+                    "outside": ("1.1.1.1", 53), "localhost name": ("localhost", 6379)}}
+        for name, address in targets.items():
+            try:
+                socket.create_connection(address, timeout=3).close()
+                result[name] = "connected"
+            except OSError as exc:
+                result[name] = f"{{type(exc).__name__}}: {{exc}}"
+        for path in {unix_sockets!r}:
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(path)
+                result[path] = "connected"
+            except OSError as exc:
+                result[path] = f"{{type(exc).__name__}}: {{exc}}"
+            finally:
+                s.close()
+        result["interfaces"] = [name for _, name in socket.if_nameindex()]
+        """)
+    for name in list(SERVICES) + ["outside", "localhost name"] + unix_sockets:
+        assert result[name] != "connected", (name, result[name])
+        assert "Error" in result[name] or "error" in result[name], (name, result[name])
+    assert result["interfaces"] == ["lo"]  # a network namespace of its own, loopback only (and down)
+    # The services do run on this host (the studio's tests use them): unreachable from the jail, not absent.
+    assert reachable == {"redis": True, "postgresql": True}, reachable
+
+
+def test_the_private_folder_is_writable_and_private(probe):
+    result = probe("""
+        with open("scratch.bin", "wb") as fh:
+            fh.write(b"x" * 1000)
+        result["private"] = os.path.getsize("scratch.bin")
+        result["tmp"] = os.listdir("/tmp") if os.path.isdir("/tmp") else None
+        for path in ("/tmp/x", "/dev/shm/x"):
+            with open(path, "w") as fh:
+                fh.write("x")
+            result[path] = "written"
+        # Other evaluations' folders (the reference's included) are out of reach.
+        others = [os.path.join(os.path.dirname(os.getcwd()), n) for n in os.listdir(os.path.dirname(os.getcwd()))]
+        result["others"] = {p: os.access(p, os.R_OK) for p in others if p != os.getcwd()}
+        """)
+    assert result["private"] == 1000
+    assert result["/tmp/x"] == "written" and result["/dev/shm/x"] == "written"  # a private tmpfs each
+    assert not os.path.exists("/dev/shm/x")  # the host's /dev/shm never saw it
+    assert not any(result["others"].values()), result["others"]
+
+
+def test_file_size_limit(probe, monkeypatch):
+    monkeypatch.setattr(settings, "FILE_SIZE_MB", 1)
+    result = probe("""
+        try:
+            with open("big.bin", "wb") as fh:
+                fh.write(b"x" * (2 << 20))
+            result["big"] = "written"
+        except OSError as exc:
+            result["big"] = f"{type(exc).__name__}: {exc}"
+        """)
+    assert "File too large" in result["big"], result
+
+
+def test_a_memory_hog_is_stopped(run_eval, files, elementwise):
+    source = """
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                hoard = []
+                while True:
+                    hoard.append(b"x" * (64 << 20))
+        """
+    t0 = time.monotonic()
+    v = run_eval(elementwise, files.solution(source))
+    assert v.status in ("crashed", "runtime_error"), (v.status, v.log[-2000:])
+    assert v.reward == -1
+    assert f"memory above {settings.MEMORY_MB} MB" in v.log or "MemoryError" in v.log, v.log[-2000:]
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_fork_bomb_is_contained(run_eval, files, elementwise, honest, monkeypatch, jailed_processes):
+    monkeypatch.setattr(settings, "MAX_PROCESSES", 48)
+    # Forks share their pages, but the memory watchdog sums each one's RSS: lift it, so that the process limit
+    # (not the watchdog) is what holds the bomb, and the timeout what ends it.
+    monkeypatch.setattr(settings, "MEMORY_MB", 1 << 20)
+    source = """
+        import os, time
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, x, y):
+                while True:
+                    try:
+                        os.fork()
+                    except OSError:
+                        time.sleep(0.05)
+        """
+    peak, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], len(jailed_processes()))
+            time.sleep(0.2)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        v = run_eval(elementwise, files.solution(source), timeout_s=8)
+    finally:
+        done.set()
+        watcher.join()
+    assert v.status == "timeout", (v.status, v.log[-2000:])
+    assert v.reward == -1
+    # It did fork, and the process limit held it (the reference worker is one more process, of its own uid).
+    assert 5 <= peak[0] <= 48 + 1, peak[0]
+    assert jailed_processes(wait=10) == []
+    assert run_eval(elementwise, honest).status == "ok"  # the caller carries on
+
+
+def test_output_flood_is_truncated_and_the_verdict_still_reached(run_eval, files, elementwise):
+    source = """
+        import sys
+        sys.stdout.write("flood " * (9 << 20))  # about 54 MB
+        sys.stdout.flush()
+        raise RuntimeError("after the flood")
+        """
+    t0 = time.monotonic()
+    v = run_eval(elementwise, files.solution(source))
+    assert v.status == "load_error", (v.status, v.log[-2000:])
+    assert "after the flood" in v.log
+    assert "truncated" in v.log
+    assert len(v.log) <= settings.LOG_LIMIT + 200
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_flood_from_a_correct_solution_does_not_change_its_verdict(run_eval, files, elementwise, sources):
+    source = sources["HONEST_ELEMENTWISE"].replace(
+        "import numpy as np", "import numpy as np\nimport sys\nsys.stdout.write('flood ' * (9 << 20))\nsys.stdout.flush()")
+    v = run_eval(elementwise, files.solution(source))
+    assert v.status == "ok", (v.status, v.log[-2000:])
+    assert len(v.log) <= settings.LOG_LIMIT + 200
+
+
+def test_a_daemonized_straggler_is_killed(run_eval, files, elementwise, sources, jailed_processes):
+    source = sources["HONEST_ELEMENTWISE"].replace("import numpy as np", """import numpy as np
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(1)
+    os._exit(0)""")
+    v = run_eval(elementwise, files.solution(source))
+    assert v.status == "ok", (v.status, v.log[-2000:])
+    assert jailed_processes(wait=10) == []

@@ -1,0 +1,110 @@
+"""The native workspace form on the CPU target: a stable-ABI binding that builds in about a second, the
+content-hash cache, a classic torch/extension.h binding through the precompiled header, compiler errors."""
+import os
+import stat
+import time
+
+import pytest
+
+from sandbox.errors import BuildError
+from sandbox.native.build import build_workspace, workspace_key
+
+
+def test_stable_abi_workspace_builds_and_is_cached(files, sources, ks_cache_dir):
+    workspace = files.workspace(sources["STABLE_WORKSPACE"])
+    # A kernel of its own (a comment), so that this test builds rather than finds an earlier build.
+    (workspace / "kernels" / "add_relu.cpp").write_text(
+        (workspace / "kernels" / "add_relu.cpp").read_text() + f"// {time.time_ns()}\n")
+    first = build_workspace(workspace, "cpu")
+    assert first.cached is False
+    assert os.path.isfile(first.library) and first.library.startswith(str(ks_cache_dir))
+    assert first.module_name == f"ks_{first.key[:16]}"
+    # World-readable (the jailed uids load it), never world-writable.
+    mode = os.stat(first.library).st_mode
+    assert mode & stat.S_IROTH and not mode & stat.S_IWOTH
+    t0 = time.perf_counter()
+    again = build_workspace(workspace, "cpu")
+    assert again.cached is True and again.library == first.library and again.key == first.key
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_the_cache_key_follows_the_compiled_sources_only(files, sources):
+    workspace = files.workspace(sources["STABLE_WORKSPACE"])
+    key = workspace_key(workspace, "cpu")
+    assert workspace_key(workspace, "cpu") == key  # deterministic
+    kernel = workspace / "kernels" / "add_relu.cpp"
+    kernel.write_text(kernel.read_text().replace("2.0f", "3.0f"))
+    changed = workspace_key(workspace, "cpu")
+    assert changed != key
+    binding = workspace / "binding.cpp"
+    binding.write_text(binding.read_text() + "\n// a comment changes the binding's bytes\n")
+    assert workspace_key(workspace, "cpu") not in (key, changed)
+    # model_new.py is imported, not compiled: it is not part of the key.
+    before = workspace_key(workspace, "cpu")
+    (workspace / "model_new.py").write_text((workspace / "model_new.py").read_text() + "\n# edited\n")
+    assert workspace_key(workspace, "cpu") == before
+
+
+def test_stable_abi_workspace_evaluates_ok(run_eval, files, elementwise, sources):
+    v = run_eval(elementwise, files.workspace(sources["STABLE_WORKSPACE"]))
+    assert v.status == "ok", (v.status, v.log[-3000:])
+    assert v.violations == [] and v.reward >= 0
+    assert v.compile_s is not None
+    # Built once: a second evaluation finds the library in the cache.
+    again = run_eval(elementwise, files.workspace(sources["STABLE_WORKSPACE"]))
+    assert again.status == "ok"
+    assert again.timing["stages_s"]["build"] < 1.5, again.timing["stages_s"]  # a compile takes seconds
+
+
+def test_build_errors_carry_the_compiler_error_line(files, sources):
+    broken = dict(sources["STABLE_WORKSPACE"])
+    broken["kernels/add_relu.cpp"] = broken["kernels/add_relu.cpp"].replace(
+        "out[i] =", "undeclared_thing(out[i]);\n            out[i] =")
+    with pytest.raises(BuildError) as caught:
+        build_workspace(files.workspace(broken), "cpu")
+    message = str(caught.value)
+    assert "add_relu.cpp" in message and "error" in message and "undeclared_thing" in message, message
+    assert "undeclared_thing" in caught.value.log
+
+
+def test_a_binding_error_is_a_compile_error_verdict(run_eval, files, elementwise, sources):
+    broken = dict(sources["STABLE_WORKSPACE"])
+    broken["binding.cpp"] = broken["binding.cpp"].replace("Tensor out =", "Tensor out = missing_function(x);\n    Tensor out2 =")
+    v = run_eval(elementwise, files.workspace(broken))
+    assert v.status == "compile_error", (v.status, v.log[-3000:])
+    assert v.reward == -1
+    assert "binding.cpp" in v.log and "missing_function" in v.log
+
+
+def test_a_workspace_without_binding_is_a_compile_error(run_eval, files, elementwise, sources):
+    workspace = files.workspace({"model_new.py": sources["STABLE_WORKSPACE"]["model_new.py"]})
+    v = run_eval(elementwise, workspace)
+    assert v.status == "compile_error", (v.status, v.log[-3000:])
+    assert "binding.cpp" in v.log
+
+
+def test_a_cache_under_private_folders_still_reaches_the_jail(files, elementwise, sources, fast_config, tmp_path,
+                                                             monkeypatch):
+    # tmp_path lies under /tmp/pytest-of-root/..., folders only their owner may enter: the jail must still let
+    # the unprivileged uid reach the cache inside (the built library is loaded from there).
+    from sandbox import evaluate
+    cache = tmp_path / "private" / "deeper" / "cache"
+    cache.parent.mkdir(parents=True)
+    os.chmod(cache.parent.parent, 0o700)
+    os.chmod(cache.parent, 0o700)
+    monkeypatch.setenv("KS_CACHE_DIR", str(cache))
+    v = evaluate(elementwise, files.workspace(sources["STABLE_WORKSPACE"]), fast_config)
+    assert v.status == "ok", (v.status, v.log[-3000:])
+
+
+@pytest.mark.slow
+def test_classic_binding_through_the_precompiled_header(run_eval, files, elementwise, sources, ks_cache_dir):
+    workspace = files.workspace(sources["classic_workspace_files"]("add_relu"))
+    v = run_eval(elementwise, workspace)
+    assert v.status == "ok", (v.status, v.log[-3000:])
+    assert v.violations == []
+    assert list(ks_cache_dir.glob("pch/*/ks_torch.h.gch")), "the precompiled header was not built"
+    # The same binding again: cached, no compiler runs.
+    t0 = time.perf_counter()
+    again = build_workspace(workspace, "cpu")
+    assert again.cached is True and time.perf_counter() - t0 < 1.0
