@@ -94,19 +94,24 @@ class Candidate:
     def _poison(self):
         """Fill the allocator's free memory with NaN so an output the kernel never writes cannot pass.
 
-        Twice the output's size where memory allows; never more than 80% of what is free (on the device and in
-        the allocator's cache), so poisoning cannot itself run the evaluation out of memory.
+        Twice the output's size where memory allows, else as much as one block can hold: poisoning is a check,
+        and must never itself run the evaluation out of memory.
         """
         if self.device != "cuda":
             return
         free, _ = torch.cuda.mem_get_info()
         cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
         nbytes = min(2 * self.spec["output_bytes"], int(0.8 * (free + cached)))
+        while nbytes >= max(4, self.spec["output_bytes"] // 8):
+            try:
+                _fill(_empty(nbytes // 4, dtype=torch.float32, device="cuda"), float("nan"))
+                break
+            except torch.OutOfMemoryError:
+                nbytes //= 2
         if nbytes < self.spec["output_bytes"]:
-            self.notes.append(f"outputs poisoned only in part: {nbytes >> 20} MiB free for {self.spec['output_bytes'] >> 20} MiB")
-        if nbytes >= 4:
-            _fill(_empty(nbytes // 4, dtype=torch.float32, device="cuda"), float("nan"))
-            synchronize(self.device)
+            self.notes.append(f"outputs poisoned only in part ({max(nbytes, 0) >> 20} MiB for "
+                              f"{self.spec['output_bytes'] >> 20} MiB): GPU memory is short")
+        synchronize(self.device)
 
     def forward(self, inputs):
         recorder = Recorder()
