@@ -87,7 +87,11 @@ def setup_filesystem(private, keep):
                 holes.setdefault(top, set()).add(k)
                 break
     originals = {child: os.open(child, os.O_PATH) for kids in holes.values() for child in kids}
-    scratch = [d for d in _SCRATCH if os.path.isdir(d) and not any(_under(k, d) for k in keep)]
+    scratch = [d for d in _SCRATCH if os.path.isdir(d)]
+    # Kept paths under a scratch folder (a checkout or venv in /tmp) come back, read-only, into its fresh tmpfs.
+    in_scratch = {d: [k for k in keep if _under(k, d) and k != d] for d in scratch}
+    for kids in in_scratch.values():
+        originals.update({k: os.open(k, os.O_PATH) for k in kids if k not in originals})
     private_fd = os.open(private, os.O_PATH | os.O_DIRECTORY)
 
     for mp in _mount_points():
@@ -101,6 +105,8 @@ def setup_filesystem(private, keep):
             _bind(originals[child], child, read_only=True)
     for d in scratch:
         _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=25%")
+        for kept in sorted(in_scratch[d]):
+            _bind(originals[kept], kept, read_only=True)
     _bind(private_fd, private, read_only=False)
     return scratch
 

@@ -274,18 +274,109 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
 # ----------------------------------------------------------------------------------------------------------
 PARALLEL_ELEMENTS = 1 << 16
 PARALLEL_FLOPS = 1 << 22
-CPP_PRELUDE = "#include <cstdint>\n#include <cmath>\n#include <algorithm>\nusing std::fmaxf; using std::fminf;\n" \
-              "static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }\n"
+CPP_PRELUDE = r"""#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <algorithm>
+// Branch-free float math, so that `omp simd` loops vectorize instead of calling scalar libm per element.
+// Clamps as comparisons: std::fmin/fmax keep NaN semantics and become libm calls the vectorizer cannot use.
+static inline float ks_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+static inline float ks_expf(float x) {
+    x = ks_clamp(x, -87.0f, 88.0f);
+    const float k = std::floor(x * 1.44269504088896341f + 0.5f);
+    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)k + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+static inline float ks_erff(float x) {
+    // Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7.
+    const float a = std::fabs(x);
+    const float t = 1.0f / (1.0f + 0.3275911f * a);
+    const float y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t - 0.284496736f) * t
+                            + 0.254829592f) * t * ks_expf(-a * a);
+    return x < 0.0f ? -y : y;
+}
+static inline float ks_tanhf(float x) {
+    const float e = ks_expf(2.0f * ks_clamp(x, -15.0f, 15.0f));
+    return (e - 1.0f) / (e + 1.0f);
+}
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline float ks_fmax(float a, float b) { return a > b ? a : b; }
+static inline float ks_fmin(float a, float b) { return a < b ? a : b; }
+#define fmaxf(a, b) ks_fmax(a, b)
+#define fminf(a, b) ks_fmin(a, b)
+#define expf(x) ks_expf(x)
+#define erff(x) ks_erff(x)
+#define tanhf(x) ks_tanhf(x)
+"""
+
+
+def _inner_extent(plan):
+    """The longest run of trailing output dims along which every operand is either contiguous and full, or
+    constant: the inner loop over it vectorizes, with broadcast operands read once per outer step."""
+    out = list(plan.out_shape)
+    shapes = [[1] * (len(out) - len(o.shape)) + list(o.shape) for o in plan.operands]
+    inner, kinds = 1, ["full" if list(sh) == out else "const" for sh in shapes]
+    for d in range(len(out) - 1, -1, -1):
+        ok = True
+        for k, sh in enumerate(shapes):
+            full = sh[d:] == out[d:]
+            const = all(v == 1 for v in sh[d:])
+            kinds[k] = "full" if full else ("const" if const else None)
+            ok = ok and kinds[k] is not None
+        if not ok:
+            break
+        inner *= out[d]
+    if inner == 1:
+        return 1, ["const" if math.prod(sh) == 1 else "gather" for sh in shapes]
+    shapes_kinds = []
+    for sh in shapes:
+        d = len(out) - 1
+        suffix = 1
+        while d >= 0 and suffix < inner:
+            suffix *= out[d]
+            d -= 1
+        start = d + 1
+        shapes_kinds.append("full" if sh[start:] == out[start:] else "const")
+    return inner, shapes_kinds
 
 
 def cpp_elementwise(plan):
     names = [o.name for o in plan.operands]
-    loads = ", ".join(f"{o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
-    return CPP_PRELUDE + _op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body, qualifier="static inline ") + f"""
+    n = math.prod(plan.out_shape)
+    inner, kinds = _inner_extent(plan)
+    setup, args = [], []
+    for o, kind in zip(plan.operands, kinds):
+        if kind == "full":
+            setup.append(f"const float* p_{o.name} = {o.name} + ({_offset(o.shape, plan.out_shape, 'base')});")
+            args.append(f"p_{o.name}[j]")
+        elif kind == "const":
+            setup.append(f"const float s_{o.name} = {o.name}[{_offset(o.shape, plan.out_shape, 'base')}];")
+            args.append(f"s_{o.name}")
+        else:
+            args.append(f"{o.name}[{_offset(o.shape, plan.out_shape, '(base + j)')}]")
+    setup_text = "\n        ".join(setup)
+    chunk = min(inner, 8192)
+    return CPP_PRELUDE + _op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ") + f"""
 void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
-    #pragma omp parallel for simd schedule(static) if(n >= {PARALLEL_ELEMENTS})
-    for (int64_t i = 0; i < n; ++i) out[i] = fused_op({loads});
+    // {n // inner} outer step(s) of {inner} contiguous elements, cut in chunks of {chunk} for the threads.
+    const int64_t inner = {inner}LL, chunks = {(inner + chunk - 1) // chunk}LL;
+    #pragma omp parallel for schedule(static) if(n >= {PARALLEL_ELEMENTS})
+    for (int64_t c = 0; c < (n / inner) * chunks; ++c) {{
+        const int64_t base = (c / chunks) * inner;
+        const int64_t j0 = (c % chunks) * {chunk}LL, j1 = std::min<int64_t>(inner, j0 + {chunk}LL);
+        {setup_text}
+        float* y = out + base;
+        #pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) y[j] = fused_op({", ".join(args)});
+    }}
 }}
 """
 
@@ -313,13 +404,15 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
 }}
 """
     if op in ("softmax", "log_softmax", "logsumexp"):
-        tail = {"softmax": f"for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(std::exp(pre_op(x[r]) - m) / s);",
-                "log_softmax": f"const float lse = m + std::log(s); for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
+        tail = {"softmax": f"const float inv = 1.0f / s;\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(expf(pre_op(x[r]) - m) * inv);",
+                "log_softmax": f"const float lse = m + std::log(s);\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
                 "logsumexp": "out[o] = epi_op(m + std::log(s));"}[op]
         core = f"""float m = -INFINITY;
+        #pragma omp simd reduction(max:m)
         for (int64_t r = 0; r < {R}LL; ++r) m = std::max(m, pre_op(x[r]));
         float s = 0.f;
-        for (int64_t r = 0; r < {R}LL; ++r) s += std::exp(pre_op(x[r]) - m);
+        #pragma omp simd reduction(+:s)
+        for (int64_t r = 0; r < {R}LL; ++r) s += expf(pre_op(x[r]) - m);
         {tail}"""
     else:  # layer_norm
         scale = (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + ";") if affine else ""
@@ -391,8 +484,10 @@ void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}f
 # ----------------------------------------------------------------------------------------------------------
 def _tensor_args(plan):
     """(C parameter name, Python expression, expected numel) of every tensor the op takes, in order."""
+    params = _param_names(plan)
+
     def py(o):
-        return f"inputs[{o.ref}]" if o.source == "input" else f"self.get_parameter({o.ref!r})"
+        return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
     args = []
     if plan.kind in ("rowwise", "gemm"):
         args.append(plan.main)
@@ -458,8 +553,15 @@ STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&
 """)
 
 
+def _param_names(plan):
+    args = ([plan.main, plan.weight] if plan.kind == "gemm" else []) + list(plan.affine) + list(plan.operands)
+    return list(dict.fromkeys(o.ref for o in args if o is not None and o.source == "param"))
+
+
 def model_new(plan, problem_source):
-    call = ", ".join(f"{py}.contiguous()" for _, py, _ in _tensor_args(plan))
+    # Parameters are contiguous by construction; only inputs need .contiguous() on every call.
+    call = ", ".join(py if py.startswith("self.") else f"{py}.contiguous()" for _, py, _ in _tensor_args(plan))
+    names = _param_names(plan)
     return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
 import torch
 import torch.nn as nn
@@ -484,6 +586,8 @@ class ModelNew(nn.Module):
             self.register_parameter(name, parameter)
         for name, buffer in reference.named_buffers(recurse=False):
             self.register_buffer(name, buffer)
+        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
+        self._ks_params = [self.get_parameter(name) for name in {names!r}]
 
     def forward(self, *inputs):
         return ops.fused({call})
