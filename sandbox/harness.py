@@ -40,7 +40,10 @@ class Worker:
     def __init__(self, jail, module, role, timeout):
         self.jail, self.role, self.timeout = jail, role, timeout
         self.channel, child_r, child_w = pipes()
-        self.proc = jail.start([sys.executable, "-m", module, str(child_r), str(child_w)], pass_fds=(child_r, child_w))
+        # CPU seconds for every core the worker may keep busy over its whole wall-clock budget, no more.
+        cpu_s = int(timeout * max(1, os.cpu_count() or 1)) + 60
+        self.proc = jail.start([sys.executable, "-m", module, str(child_r), str(child_w)], pass_fds=(child_r, child_w),
+                               cpu_s=cpu_s)
         for fd in (child_r, child_w):
             os.close(fd)
         self.deadline = time.monotonic() + timeout

@@ -91,7 +91,14 @@ class Exit:
 
     @property
     def signal(self):
-        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+        """The signal that ended the process: directly, or as the jail's init reports it (128 + N)."""
+        if self.returncode is None:
+            return None
+        if self.returncode < 0:
+            return -self.returncode
+        if self.returncode > 128 and namespaces_available():
+            return self.returncode - 128
+        return None
 
     def describe(self):
         if self.timed_out:
@@ -99,7 +106,10 @@ class Exit:
         if self.memory_exceeded:
             return f"killed: memory above {settings.MEMORY_MB} MB"
         if self.signal:
-            return f"killed by signal {signal.Signals(self.signal).name}"
+            try:
+                return f"killed by signal {signal.Signals(self.signal).name}"
+            except ValueError:
+                return f"killed by signal {self.signal}"
         return f"exited with code {self.returncode}"
 
 

@@ -149,7 +149,29 @@ def main(argv=None):
     for fd in filter(None, args.fds.split(",")):
         os.set_inheritable(int(fd), True)
     os.chdir(args.private)
+    if args.mounts:
+        return init(command, [int(fd) for fd in filter(None, args.fds.split(","))])
     os.execvp(command[0], command)
+
+
+def init(command, fds):
+    """PID 1 of the namespace: run COMMAND as its child, reap every orphan, exit as the child did.
+
+    The command must not be PID 1 itself: the kernel drops signals PID 1 sends itself (a solution's own
+    SIGSEGV would be ignored), and orphans it never waits for would pile up against the process limit.
+    Exits 128 + N when the child died of signal N, which sandbox.isolation reads back as that signal.
+    """
+    child = os.fork()
+    if child == 0:
+        os.execvp(command[0], command)
+    for fd in fds:
+        os.close(fd)  # the harness must see the channel close when the child dies, not when we do
+    while True:
+        pid, status = os.wait()
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                return 128 + os.WTERMSIG(status)
+            return os.WEXITSTATUS(status)
 
 
 if __name__ == "__main__":

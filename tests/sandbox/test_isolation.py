@@ -54,9 +54,6 @@ def test_solution_code_runs_unprivileged_with_limits(probe):
     assert result["env"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the jail supports RLIMIT_CPU (Jail.start(cpu_s=...)) but the harness starts its workers without it: only "
-    "the wall-clock timeout bounds a solution's CPU time"))
 def test_solution_code_has_a_cpu_time_limit(probe):
     result = probe("""
         import resource
@@ -181,8 +178,8 @@ def test_a_fork_bomb_is_contained(run_eval, files, elementwise, honest, monkeypa
         watcher.join()
     assert v.status == "timeout", (v.status, v.log[-2000:])
     assert v.reward == -1
-    # It did fork, and the process limit held it (the reference worker is one more process, of its own uid).
-    assert 5 <= peak[0] <= 48 + 1, peak[0]
+    # 48 processes of the solution's uid at most (its jail init among them), plus the reference worker and its init.
+    assert 5 <= peak[0] <= 48 + 2, peak[0]
     assert jailed_processes(wait=10) == []
     assert run_eval(elementwise, honest).status == "ok"  # the caller carries on
 

@@ -147,13 +147,7 @@ SEGFAULTS = {
     "abort": "os.abort()",
     "signal": "os.kill(os.getpid(), signal.SIGSEGV)",
 }
-PID1 = pytest.mark.xfail(strict=True, reason=(
-    "the jailed worker is PID 1 of its PID namespace (unshare --fork execs it directly), and the kernel drops "
-    "signals that PID 1 sends itself without a handler: os.kill(os.getpid(), SIGSEGV) is ignored, forward "
-    "returns None and the verdict is 'incorrect' instead of 'crashed'"))
-
-
-@pytest.mark.parametrize("how", [pytest.param(h, marks=PID1) if h == "signal" else h for h in SEGFAULTS])
+@pytest.mark.parametrize("how", SEGFAULTS)
 def test_crashed_for_a_segfault_and_the_caller_carries_on(run_eval, files, elementwise, honest, how):
     source = f"""
         import ctypes, os, signal
