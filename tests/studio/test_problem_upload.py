@@ -1,19 +1,12 @@
 """Problem uploads: validated by the sandbox on a real RQ worker; stored only when valid, with the reason otherwise."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from studio.models import Problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[2]
 
 VALID = """
 import torch
@@ -40,16 +33,6 @@ def client_of(client):
     return client
 
 
-def run_worker(tmp_path):
-    """Drain the cpu queue with a real worker process against this test's database."""
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-    env = {**os.environ, "DATABASE_URL": url, "KS_CACHE_DIR": str(tmp_path / "cache"), "KS_VALIDATE_TIMEOUT": "60"}
-    proc = subprocess.run([sys.executable, "manage.py", "rqworker", "cpu", "--burst"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-
-
 def upload(client, **data):
     return client.post("/problems/new", {"device": "cpu", **data}, HTTP_HX_REQUEST="true")
 
@@ -59,11 +42,11 @@ def job_id_of(response):
     return text.split("/problems/validation/")[1].split('"')[0]
 
 
-def test_a_valid_upload_is_validated_on_a_worker_and_stored(client_of, tmp_path):
+def test_a_valid_upload_is_validated_on_a_worker_and_stored(client_of, drain_queue):
     response = upload(client_of, file=SimpleUploadedFile("tanh2.py", VALID.encode()))
     assert response.status_code == 200 and Problem.objects.count() == 0
     job_id = job_id_of(response)
-    run_worker(tmp_path)
+    drain_queue(KS_VALIDATE_TIMEOUT="60")
     status = client_of.get(f"/problems/validation/{job_id}", HTTP_HX_REQUEST="true")
     problem = Problem.objects.get()
     assert status["HX-Redirect"] == f"/problems/{problem.pk}"
@@ -72,9 +55,9 @@ def test_a_valid_upload_is_validated_on_a_worker_and_stored(client_of, tmp_path)
     assert b"torch.tanh(x) * 2" in page.content
 
 
-def test_an_invalid_upload_says_why_and_stores_nothing(client_of, tmp_path):
+def test_an_invalid_upload_says_why_and_stores_nothing(client_of, drain_queue):
     job_id = job_id_of(upload(client_of, code=NO_GET_INPUTS, name="broken"))
-    run_worker(tmp_path)
+    drain_queue(KS_VALIDATE_TIMEOUT="60")
     status = client_of.get(f"/problems/validation/{job_id}", HTTP_HX_REQUEST="true")
     assert b"defines no get_inputs" in status.content and b"Nothing was stored" in status.content
     assert Problem.objects.count() == 0

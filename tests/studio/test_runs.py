@@ -1,18 +1,11 @@
 """Optimization runs: started from a problem page, run as RQ jobs by a real worker, every turn stored and streamed."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 
 from studio.models import Problem, Run, RunEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[2]
 
 CHAIN = """
 import torch
@@ -45,23 +38,13 @@ def problem_of(owner, source, name="chain"):
     return Problem.objects.create(owner=owner, name=name, source=source, sha256="0" * 64, device="cpu")
 
 
-def drain_cpu_queue(tmp_path):
-    db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "KS_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "manage.py", "rqworker", "cpu", "--burst"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
-
-
-def test_a_heuristic_run_streams_its_turns_and_keeps_the_best_version(client, owner, tmp_path):
+def test_a_heuristic_run_streams_its_turns_and_keeps_the_best_version(client, owner, drain_queue):
     problem = problem_of(owner, CHAIN)
     response = client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 8})
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}"
     assert run.status == "queued" and run.job_id
-    log = drain_cpu_queue(tmp_path)
+    log = drain_queue()
     run.refresh_from_db()
     assert run.status == "succeeded", run.error + log[-3000:]
     events = list(RunEvent.objects.filter(run=run).order_by("seq"))
@@ -82,21 +65,21 @@ def test_a_heuristic_run_streams_its_turns_and_keeps_the_best_version(client, ow
     assert download.json()["verdict"]["correct"] is True
 
 
-def test_a_run_the_heuristic_cannot_handle_fails_naming_the_operator(client, owner, tmp_path):
+def test_a_run_the_heuristic_cannot_handle_fails_naming_the_operator(client, owner, drain_queue):
     problem = problem_of(owner, CONV, "conv")
     client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 5})
-    drain_cpu_queue(tmp_path)
+    drain_queue()
     run = Run.objects.get()
     assert run.status == "failed" and "Conv1d" in run.error
     assert run.best_version is None
 
 
-def test_cancelling_a_queued_run_means_it_never_starts(client, owner, tmp_path):
+def test_cancelling_a_queued_run_means_it_never_starts(client, owner, drain_queue):
     problem = problem_of(owner, CHAIN)
     client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 5})
     run = Run.objects.get()
     client.post(f"/runs/{run.pk}/cancel")
-    drain_cpu_queue(tmp_path)
+    drain_queue()
     run.refresh_from_db()
     assert run.status == "cancelled" and "cancelled by ada" in run.error
     assert not RunEvent.objects.filter(run=run, kind="turn").exists()
