@@ -1,7 +1,6 @@
 """Plan -> native workspace files (binding.cpp with the stable ABI, kernels/, model_new.py) for CUDA or C++."""
 import math
 
-
 HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
 
 

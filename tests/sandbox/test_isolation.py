@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 
-import pytest
 
 from sandbox import settings
 from sandbox.isolation import isolation_level, namespaces_available
