@@ -92,3 +92,31 @@ def run_episode(run_id):
             raise
     error = "" if trajectory.verdict.get("correct") else f"no correct solution ({trajectory.stop_reason})"
     actions.finish_run(run_id, trajectory.to_json(), error=error)
+
+
+def package_version(version_id):
+    """Build the pip-installable package of a verified version on this worker; the web process only serves it."""
+    from sandbox.errors import SandboxError
+    from sandbox.package import package_solution
+    from studio.models import KernelVersion
+
+    version = KernelVersion.objects.select_related("problem").get(pk=version_id)
+    out = settings.KS_PACKAGES_DIR / str(version.pk)
+    with tempfile.TemporaryDirectory(prefix=f"ks-package-{version_id}-") as tmp:
+        problem = Path(tmp) / f"{version.problem.name}.py"
+        problem.write_text(version.problem.source, encoding="utf-8")
+        workspace = Path(tmp) / "workspace"
+        for rel, text in version.files.items():
+            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / rel).write_text(text, encoding="utf-8")
+        try:
+            result = package_solution(problem, workspace, out, name=f"ks-{version.problem.name}-v{version.pk}",
+                                      verdict=version.verdict)
+        except SandboxError as exc:
+            KernelVersion.objects.filter(pk=version_id).update(package_error=str(exc))
+            return {"error": str(exc)}
+    package = {"sdist": Path(result.sdist).name, "wheel": Path(result.wheel).name if result.wheel else None,
+               "notes": list(result.notes)}
+    KernelVersion.objects.filter(pk=version_id).update(package=package, package_error="")
+    log.info("version %s packaged: %s", version_id, package)
+    return package

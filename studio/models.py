@@ -88,6 +88,9 @@ class KernelVersion(models.Model):
     author = models.CharField(max_length=20, default="agent", help_text="agent, or the username of an editor")
     files = models.JSONField(default=dict, help_text="relative path -> text of the workspace")
     verdict = models.JSONField(null=True, blank=True)
+    # The pip-installable package of this version, built on a worker: {"sdist", "wheel", "notes"} (file names).
+    package = models.JSONField(null=True, blank=True)
+    package_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

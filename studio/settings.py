@@ -120,3 +120,5 @@ KS_VALIDATE_TIMEOUT = env_int("KS_VALIDATE_TIMEOUT", 180)
 KS_POLICY_OPTIONS = {"base_url": KS_POLICY_BASE_URL, "model": KS_POLICY_MODEL, "api_key": KS_POLICY_API_KEY}
 # The longest an optimization run may take on a worker before RQ stops it.
 KS_RUN_TIMEOUT = env_int("KS_RUN_TIMEOUT", 6 * 3600)
+# Built packages (sdists and wheels) of kernel versions: written by workers, served to their owners.
+KS_PACKAGES_DIR = Path(env_str("KS_PACKAGES_DIR", str(BASE_DIR / ".cache" / "packages")))

@@ -15,6 +15,8 @@ urlpatterns = [
     path("runs/<int:pk>", views.run_detail, name="run"),
     path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/trajectory.json", views.run_trajectory, name="run_trajectory"),
+    path("versions/<int:pk>/package", views.version_package, name="version_package"),
+    path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.

@@ -6,14 +6,14 @@ import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError, connection
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from studio import actions, jobs, queues
 from studio.forms import ProblemUploadForm, RunForm
-from studio.models import Problem, Run
+from studio.models import KernelVersion, Problem, Run
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +128,31 @@ def healthz(request):
         status["redis"] = "unreachable"
     healthy = all(value == "ok" for value in status.values())
     return JsonResponse(status, status=200 if healthy else 503)
+
+
+def _version(request, pk):
+    versions = KernelVersion.objects.select_related("problem")
+    if not request.user.is_staff:
+        versions = versions.filter(problem__owner=request.user)
+    return get_object_or_404(versions, pk=pk)
+
+
+@login_required
+def version_package(request, pk):
+    """POST: build the version's package on a worker. GET: where the build stands (polled by htmx)."""
+    version = _version(request, pk)
+    if request.method == "POST" and not version.package:
+        device = (version.run.device if version.run else version.problem.device)
+        queues.enqueue(queues.queue_for(device), jobs.package_version, version.pk, owner_id=request.user.pk, timeout=1800)
+    return render(request, "studio/_package.html", {"version": version, "building": request.method == "POST"
+                                                    or (not version.package and not version.package_error)})
+
+
+@login_required
+def version_package_file(request, pk, filename):
+    version = _version(request, pk)
+    package = version.package or {}
+    if filename not in (package.get("sdist"), package.get("wheel")):
+        raise Http404("no such file in this version's package")
+    return FileResponse(open(settings.KS_PACKAGES_DIR / str(version.pk) / filename, "rb"), as_attachment=True,
+                        filename=filename)
