@@ -6,4 +6,4 @@ from studio.vendor import static_path
 
 
 def vendor(request):
-    return {"htmx_js": static(static_path("htmx.org"))}
+    return {"htmx_js": static(static_path("htmx.org")), "monaco_vs": static(static_path("monaco-editor"))}

@@ -14,6 +14,7 @@ urlpatterns = [
     path("problems/<int:pk>/runs", views.run_new, name="run_new"),
     path("runs/<int:pk>", views.run_detail, name="run"),
     path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
+    path("runs/<int:pk>/versions.json", views.run_versions, name="run_versions"),
     path("runs/<int:pk>/trajectory.json", views.run_trajectory, name="run_trajectory"),
     path("versions/<int:pk>/package", views.version_package, name="version_package"),
     path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),

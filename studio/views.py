@@ -92,6 +92,16 @@ def run_detail(request, pk):
 
 
 @login_required
+def run_versions(request, pk):
+    """The run's verified versions, oldest first, with their files: the kernel viewer and chart read this."""
+    run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
+    versions = [{"id": v.pk, "reward": v.reward, "runtime_ms": v.runtime_ms, "files": v.files,
+                 "eager_ms": (v.verdict or {}).get("eager_ms"), "compiled_ms": (v.verdict or {}).get("compiled_ms"),
+                 "best": v.pk == run.best_version_id} for v in run.versions.order_by("created_at")]
+    return JsonResponse({"versions": versions})
+
+
+@login_required
 @require_POST
 def run_cancel(request, pk):
     run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
