@@ -71,7 +71,7 @@ def test_relaxed_mode_records_fallbacks_instead_of_failing(run_eval, files, elem
     assert v.violations == [] and v.reward >= 0
     assert "relaxed: PyTorch compute operators" in v.log and "aten::relu" in v.log
     # The same solution in strict mode (the default) is a violation.
-    _violation(run_eval(elementwise, solution), "aten::relu")
+    assert _violation(run_eval(elementwise, solution), "aten::relu")
 
 
 def test_python_custom_op_wrapping_matmul_is_a_violation(run_eval, files, linear_relu):
@@ -103,7 +103,7 @@ def test_python_custom_op_wrapping_matmul_is_a_violation(run_eval, files, linear
 def test_cpp_at_call_through_the_dispatcher_is_a_violation(run_eval, files, elementwise, sources):
     # A classic binding (torch/extension.h) whose kernel is at::relu(at::add(x, y)) * 2: C++, but dispatched.
     workspace = files.workspace(sources["classic_workspace_files"]("cheat"))
-    _violation(run_eval(elementwise, workspace), "aten::relu", "aten::add")
+    assert _violation(run_eval(elementwise, workspace), "aten::relu", "aten::add")
 
 
 # -- outputs ------------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def test_reused_output_storage_is_a_violation(run_eval, files, elementwise):
         self.out.numpy()[...] = np.maximum(x.numpy() + y.numpy(), 0.0) * np.float32(2.0)
         return self.out
         """
-    _violation(run_eval(elementwise, files.solution(_solution(body))), "same output storage")
+    assert _violation(run_eval(elementwise, files.solution(_solution(body))), "same output storage")
 
 
 def test_returning_the_input_storage_is_a_violation(run_eval, files, elementwise):
@@ -125,7 +125,7 @@ def test_returning_the_input_storage_is_a_violation(run_eval, files, elementwise
         a *= np.float32(2.0)
         return x
         """
-    _violation(run_eval(elementwise, files.solution(_solution(body))), "input's storage")
+    assert _violation(run_eval(elementwise, files.solution(_solution(body))), "input's storage")
 
 
 def test_a_memoized_output_fails_on_fresh_inputs(run_eval, files, elementwise):
@@ -178,7 +178,7 @@ def test_patched_clocks_are_reported_and_do_not_change_the_time(run_eval, files,
         torch.isfinite = lambda t: torch.ones(t.shape, dtype=torch.bool)
         """
     cheat = run_eval(elementwise, files.solution(_solution(HONEST_BODY, imports)))
-    _violation(cheat, "tampering: time.perf_counter was replaced", "tampering: time.perf_counter_ns was replaced",
+    assert _violation(cheat, "tampering: time.perf_counter was replaced", "tampering: time.perf_counter_ns was replaced",
                "tampering: time.monotonic was replaced", "tampering: torch.isfinite was replaced")
     twin = run_eval(elementwise, honest)
     assert twin.status == "ok"
@@ -194,7 +194,7 @@ def test_a_code_swap_undone_before_the_check_is_still_reported(run_eval, files, 
         sandbox.timing._summarize.__code__ = (lambda *a, **k: None).__code__
         sandbox.timing._summarize.__code__ = original
         """ + HONEST_BODY
-    _violation(run_eval(elementwise, files.solution(_solution(body))),
+    assert _violation(run_eval(elementwise, files.solution(_solution(body))),
                "tampering: solution code triggered 'set _summarize.__code__'")
 
 
@@ -208,7 +208,7 @@ def test_a_class_attribute_patch_undone_before_the_check_is_still_reported(run_e
         torch.nn.Module.__call__ = lambda self, *a, **k: original(self, *a, **k)
         torch.nn.Module.__call__ = original
         """ + HONEST_BODY
-    _violation(run_eval(elementwise, files.solution(_solution(body))), "Module.__call__")
+    assert _violation(run_eval(elementwise, files.solution(_solution(body))), "Module.__call__")
 
 
 TIMER_PATCHES = {
@@ -312,7 +312,7 @@ def test_replacing_the_problem_inputs_with_same_shaped_ones_is_reported(run_eval
         _problem.get_inputs = get_inputs
         """
     cheat = run_eval(elementwise, files.solution(_solution(HONEST_BODY, imports)))
-    _violation(cheat, "tampering: the problem's get_inputs was replaced")
+    assert _violation(cheat, "tampering: the problem's get_inputs was replaced")
 
 
 def test_a_symlinked_output_file_cannot_make_the_harness_touch_host_files(run_eval, files, elementwise, tmp_path):

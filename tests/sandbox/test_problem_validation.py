@@ -58,19 +58,19 @@ def test_invalid_problem_is_a_misuse_error():
 @pytest.mark.parametrize("name", ["Model", "get_inputs", "get_init_inputs"])
 def test_missing_definitions(files, name):
     source = BASE.replace("class Model(", "class Other(") if name == "Model" else BASE.replace(f"def {name}(", "def other_" + name + "(")
-    _invalid(files, source, f"defines no {name}")
+    assert _invalid(files, source, f"defines no {name}")
 
 
 def test_model_that_is_not_a_module(files):
-    _invalid(files, BASE.replace("class Model(nn.Module):", "class Model:"), "subclass of torch.nn.Module")
+    assert _invalid(files, BASE.replace("class Model(nn.Module):", "class Model:"), "subclass of torch.nn.Module")
 
 
 def test_syntax_error(files):
-    _invalid(files, BASE.replace("return torch.relu(x)", "return torch.relu(x"), "syntax error", "line")
+    assert _invalid(files, BASE.replace("return torch.relu(x)", "return torch.relu(x"), "syntax error", "line")
 
 
 def test_not_utf8(files):
-    _invalid(files, BASE.encode() + b"\n# caf\xe9\n", "not UTF-8")
+    assert _invalid(files, BASE.encode() + b"\n# caf\xe9\n", "not UTF-8")
 
 
 def test_missing_file(tmp_path):
@@ -79,38 +79,38 @@ def test_missing_file(tmp_path):
 
 
 def test_import_error(files):
-    _invalid(files, "import nonexistent_module_ks\n" + BASE, "importing the problem failed", "nonexistent_module_ks")
+    assert _invalid(files, "import nonexistent_module_ks\n" + BASE, "importing the problem failed", "nonexistent_module_ks")
 
 
 def test_constructor_failure(files):
     source = BASE.replace("def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [1, 2, 3]")
-    _invalid(files, source, "constructing Model(*get_init_inputs()) failed")
+    assert _invalid(files, source, "constructing Model(*get_init_inputs()) failed")
 
 
 def test_get_inputs_raising(files):
-    _invalid(files, BASE.replace("return [torch.randn(64, 32)]", "raise KeyError('no data here')"),
+    assert _invalid(files, BASE.replace("return [torch.randn(64, 32)]", "raise KeyError('no data here')"),
              "get_inputs() failed", "no data here")
 
 
 def test_forward_raising(files):
-    _invalid(files, BASE.replace("return torch.relu(x)", "return x @ x"), "Model.forward failed")
+    assert _invalid(files, BASE.replace("return torch.relu(x)", "return x @ x"), "Model.forward failed")
 
 
 @pytest.mark.parametrize("output", ["x.sum().item()", "None", "'text'", "[x.tolist()]"])
 def test_non_tensor_output(files, output):
-    _invalid(files, BASE.replace("return torch.relu(x)", f"return {output}"), "must return a tensor")
+    assert _invalid(files, BASE.replace("return torch.relu(x)", f"return {output}"), "must return a tensor")
 
 
 def test_non_deterministic_forward_dropout_in_training_mode(files):
     source = BASE.replace("super().__init__()", "super().__init__()\n        self.drop = nn.Dropout(0.5)").replace(
         "return torch.relu(x)", "return self.drop(torch.relu(x))")
-    _invalid(files, source, "not deterministic")
+    assert _invalid(files, source, "not deterministic")
 
 
 def test_non_deterministic_inputs(files):
     source = "import os\n" + BASE.replace("return [torch.randn(64, 32)]",
                                           "return [torch.randn(64, 32) + int.from_bytes(os.urandom(2), 'little')]")
-    _invalid(files, source, "get_inputs() is not deterministic")
+    assert _invalid(files, source, "get_inputs() is not deterministic")
 
 
 def test_a_problem_that_hangs_at_import(files):
@@ -119,7 +119,7 @@ def test_a_problem_that_hangs_at_import(files):
 
 
 def test_a_problem_that_crashes(files):
-    _invalid(files, "import ctypes\nctypes.string_at(0)\n" + BASE, "crashed")
+    assert _invalid(files, "import ctypes\nctypes.string_at(0)\n" + BASE, "crashed")
 
 
 def test_cli_validate_prints_the_spec(files):
