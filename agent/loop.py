@@ -72,17 +72,22 @@ def better(verdict, best):
 
 
 class Episode:
-    def __init__(self, problem, policy, workspace, config=None, on_turn=None):
+    def __init__(self, problem, policy, workspace, config=None, on_turn=None, start_files=None):
         self.problem = Path(problem).resolve()
         self.policy = policy
         self.workspace_dir = Path(workspace)
         self.config = config or EpisodeConfig()
         self.on_turn = on_turn or (lambda turn: None)
+        # {relative path: text}: the solution files the workspace starts from instead of the starter's
+        # (a version handed back by a person, say); the agent sees them in the task's listing.
+        self.start_files = start_files
 
     def run(self):
         cfg = self.config
         start = time.monotonic()
         ws = Workspace.create(self.workspace_dir, self.problem, cfg.device)
+        if self.start_files:
+            restore(ws, self.start_files)
         tools = Tools(ws, self.problem, cfg.eval_config(), cfg.bash_timeout_s, cfg.observation_chars)
         source = self.problem.read_text()
         opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()},
@@ -109,7 +114,7 @@ class Episode:
                 stop = f"policy_error: {exc}"
                 break
             turn = Turn(index=index, thought=action.thought, tool_calls=action.tool_calls,
-                        finish_reason=action.finish_reason, policy_s=round(policy_s, 3),
+                        finish_reason=action.finish_reason, policy_s=round(policy_s, 6),
                         prompt_tokens=action.prompt_tokens, completion_tokens=action.completion_tokens,
                         prompt_token_ids=action.prompt_token_ids, response_token_ids=action.response_token_ids,
                         response_logprobs=action.response_logprobs)
@@ -127,8 +132,8 @@ class Episode:
             if turn.tool_calls and 0 < left <= 3 and not submitted:
                 turn.tool_calls[-1].observation += f"\n[{left} turn(s) left: verify and submit]"
             tools_s = time.monotonic() - tools_start
-            turn.tools_s = round(tools_s, 3)
-            turn.overhead_s = round(time.monotonic() - turn_start - policy_s - tools_s, 4)
+            turn.tools_s = round(tools_s, 6)  # microseconds: a file read takes well under a millisecond
+            turn.overhead_s = round(max(0.0, time.monotonic() - turn_start - policy_s - tools_s), 6)
             traj.turns.append(turn)
             self.on_turn(turn)
             self.policy.observe(turn)

@@ -14,7 +14,9 @@ from sandbox.problem import import_file
 
 # Module attributes worth knowing for code generation (missing ones are skipped).
 MODULE_ATTRS = ("in_features", "out_features", "negative_slope", "dim", "eps", "normalized_shape", "min_val",
-                "max_val", "alpha", "beta", "threshold", "approximate", "p", "inplace", "lambd", "upper", "lower")
+                "max_val", "alpha", "beta", "threshold", "approximate", "p", "inplace", "lambd", "upper", "lower",
+                "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
+                "output_padding", "padding_mode", "transposed")
 
 
 def _arg(value):
@@ -64,6 +66,13 @@ def analyze(path):
             entry["params"] = {n: list(p.shape) for n, p in sub.named_parameters(recurse=False)}
         elif node.op == "get_attr":
             entry["target"] = node.target
+            value = graph_module
+            for part in node.target.split("."):
+                value = getattr(value, part, None)
+            # A tensor constant made in forward (torch.tensor(0.5)): its value, when it is one number.
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter) \
+                    and value.numel() == 1 and not value.is_meta and node.target not in dict(model.named_buffers()):
+                entry["value"] = float(value.item())
         nodes.append(entry)
     params = {name: list(p.shape) for name, p in model.named_parameters()}
     params.update({name: list(b.shape) for name, b in model.named_buffers()})

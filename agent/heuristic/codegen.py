@@ -145,13 +145,17 @@ def cuda_rowwise(plan, block):
     affine = [o.name for o in plan.affine]
     src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
     src += _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", "__device__ __forceinline__ ")
-    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="__device__ __forceinline__ ")
-    affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     x = plan.main.name
+    epi_params = ["ROW"] + (["LOAD_" + x] if plan.normalize else [])
+    src += _op_function("epi_op", epi_params, plan.body, qualifier="__device__ __forceinline__ ")
+    affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     if plan.inner > 1:
         init, step, fin = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
                            "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
-                           "min": ("INFINITY", "acc = fminf(acc, v);", "acc")}[op]
+                           "min": ("INFINITY", "acc = fminf(acc, v);", "acc"),
+                           "norm": ("0.f", "acc += v * v;", "sqrtf(acc)")}[op]
+        write = (f"const float row = {fin}; for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                 "epi_op(row, p[r * inner]);" if plan.normalize else f"out[t] = epi_op({fin});")
         src += f"""
 __global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
@@ -160,7 +164,7 @@ __global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ ou
         const float* p = {x} + o * R * inner + i;
         float acc = {init};
         for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}
-        out[t] = epi_op({fin});
+        {write}
     }}
 }}
 void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stream) {{
@@ -178,6 +182,8 @@ void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stre
         "max": ("float acc = -INFINITY;", "acc = fmaxf(acc, v);",
                 "acc = block_reduce(acc, [](float a, float b) { return fmaxf(a, b); });",
                 "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
+        "norm": ("float acc = 0.f;", "acc += v * v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+                 "if (threadIdx.x == 0) out[row] = epi_op(sqrtf(acc));"),
         "min": ("float acc = INFINITY;", "acc = fminf(acc, v);",
                 "acc = block_reduce(acc, [](float a, float b) { return fminf(a, b); });",
                 "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
@@ -200,6 +206,9 @@ void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stre
                        + "y[r] = epi_op(t); }"),
     }[op]
     init, step, reduce, write = body
+    if plan.normalize:
+        final = write.split("epi_op(", 1)[1].rsplit(");", 1)[0]
+        write = f"const float row_value = {final}; for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(row_value, x[r]);"
     src += f"""
 __global__ void row_kernel(const float* __restrict__ {x}_all{affine_ptrs}, float* __restrict__ out) {{
     const int64_t R = {plan.reduce}LL;
@@ -261,6 +270,173 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
 """
     if not trivial:
         total = plan.batch * m * n
+        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
+"""
+    return src + "}\n"
+
+
+def _conv_geometry(plan):
+    """cuDNN wants at least two spatial dims: a 1-D convolution becomes a 2-D one of height 1."""
+    c = plan.conv
+    pad = 1 if c["dims"] == 1 else 0
+    ins = c["in_shape"][:2] + [1] * pad + c["in_shape"][2:]
+    ws = c["w_shape"][:2] + [1] * pad + c["w_shape"][2:]
+    outs = c["conv_shape"][:2] + [1] * pad + c["conv_shape"][2:]
+    stride, dilation = ([1] * pad + c[k] for k in ("stride", "dilation"))
+    return ins, ws, outs, stride, [0] * pad + c["padding"], dilation
+
+
+def _c_array(values):
+    return "{" + ", ".join(str(v) for v in values) + "}"
+
+
+def cuda_conv(plan, block):
+    """cuDNN's convolution (or, for ConvTranspose, its data gradient, which is the same arithmetic) with the algorithm
+    its heuristics rank first, chosen once per process, then one epilogue kernel for the bias and what follows."""
+    names = [o.name for o in plan.operands]
+    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    ins, ws, outs, stride, padding, dilation = _conv_geometry(plan)
+    nd, spatial = len(ins), len(ins) - 2
+    transposed = plan.conv["transposed"]
+    # For ConvTranspose the input plays the forward convolution's output and the output its input.
+    x_desc, y_desc = ("dy", "dx") if transposed else ("x", "y")
+    if transposed:
+        find = ("cudnnConvolutionBwdDataAlgoPerf_t perf[8]; int found = 0;\n"
+                "        check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), \"find\");\n"
+                "        const auto& best = pick(perf, found);\n"
+                "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
+                "        check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
+        run = "cudnn().cudnnConvolutionBackwardData(h, &alpha, s.w, w, s.x, x, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)"
+        algo_t = "cudnnConvolutionBwdDataAlgo_t"
+    else:
+        find = ("cudnnConvolutionFwdAlgoPerf_t perf[8]; int found = 0;\n"
+                "        check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), \"find\");\n"
+                "        const auto& best = pick(perf, found);\n"
+                "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
+                "        check(cudnn().cudnnGetConvolutionForwardWorkspaceSize(h, s.x, s.w, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
+        run = "cudnn().cudnnConvolutionForward(h, &alpha, s.x, x, s.w, w, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)"
+        algo_t = "cudnnConvolutionFwdAlgo_t"
+
+    def strides(shape):
+        out, acc = [], 1
+        for size in reversed(shape):
+            out.append(acc)
+            acc *= size
+        return list(reversed(out))
+    trivial = plan.body == ["const float result = acc;"]
+    total = math.prod(plan.out_shape)
+    src = CUDA_PRELUDE.format(block=block) + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <stdexcept>\n#include <string>\n"
+    src += _op_function("epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ ")
+    src += f"""
+__global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t n) {{
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
+        out[i] = epi_op(out[i]{loads});
+}}
+
+// cuDNN is opened at run time, never linked: the library and its parts (ops, cnn, engines) come from the folder of
+// the cuDNN torch loaded, in the order that keeps a system-wide cuDNN of another version out of the process
+// (two versions in one process crash it).
+#define KS_CUDNN_API(X) X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \\
+    X(cudnnCreateFilterDescriptor) X(cudnnCreateConvolutionDescriptor) X(cudnnSetTensorNdDescriptor) \\
+    X(cudnnSetFilterNdDescriptor) X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount) \\
+    X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7) \\
+    X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) \\
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \\
+    X(cudnnConvolutionBackwardData)
+struct CudnnApi {{
+#define KS_FIELD(f) decltype(&::f) f = nullptr;
+    KS_CUDNN_API(KS_FIELD)
+#undef KS_FIELD
+}};
+
+static std::string loaded_folder(const char* soname) {{
+    void* handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    char origin[4096];
+    if (!handle || dlinfo(handle, RTLD_DI_ORIGIN, origin) != 0) return "";
+    return std::string(origin) + "/";
+}}
+
+static const CudnnApi& cudnn() {{
+    static CudnnApi api;
+    static bool loaded = false;
+    if (loaded) return api;
+    const std::string major = ".so." + std::to_string(CUDNN_MAJOR);
+    std::string dir = loaded_folder(("libcudnn_graph" + major).c_str());
+    if (dir.empty()) dir = loaded_folder(("libcudnn" + major).c_str());
+    for (const char* part : {{"graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv"}})
+        dlopen((dir + "libcudnn_" + part + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* lib = dlopen((dir + "libcudnn" + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw std::runtime_error(std::string("cuDNN could not be opened: ") + dlerror());
+#define KS_LOAD(f) api.f = (decltype(&::f))dlsym(lib, #f); \\
+    if (!api.f) throw std::runtime_error("cuDNN lacks " #f);
+    KS_CUDNN_API(KS_LOAD)
+#undef KS_LOAD
+    loaded = true;
+    return api;
+}}
+
+static void check(cudnnStatus_t status, const char* what) {{
+    if (status != CUDNN_STATUS_SUCCESS)
+        throw std::runtime_error(std::string("cuDNN ") + what + " failed: " + cudnn().cudnnGetErrorString(status));
+}}
+
+template <typename Perf> static const Perf& pick(const Perf* perf, int found) {{
+    // cuDNN's heuristics rank the algorithms (as PyTorch's default, benchmark=False, does): take the first usable.
+    for (int i = 0; i < found; ++i) if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
+    throw std::runtime_error("cuDNN has no algorithm for this convolution");
+}}
+
+struct ConvState {{
+    cudnnHandle_t handle = nullptr;
+    cudnnTensorDescriptor_t x, y;  // the {x_desc} and {y_desc} of cuDNN's terms
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    {algo_t} algo;
+    size_t bytes = 0;
+    void* workspace = nullptr;
+}};
+
+static ConvState& state(cudaStream_t stream) {{
+    // Descriptors, the algorithm and its workspace are made once per process: the shapes are fixed.
+    static ConvState s;
+    if (!s.handle) {{
+        cudnnHandle_t h;
+        check(cudnn().cudnnCreate(&h), "create");
+        check(cudnn().cudnnSetStream(h, stream), "set stream");
+        const int in_dims[] = {_c_array(ins)}, in_strides[] = {_c_array(strides(ins))};
+        const int out_dims[] = {_c_array(outs)}, out_strides[] = {_c_array(strides(outs))};
+        const int w_dims[] = {_c_array(ws)};
+        const int pad[] = {_c_array(padding)}, stride[] = {_c_array(stride)}, dilation[] = {_c_array(dilation)};
+        check(cudnn().cudnnCreateTensorDescriptor(&s.x), "tensor descriptor");
+        check(cudnn().cudnnCreateTensorDescriptor(&s.y), "tensor descriptor");
+        check(cudnn().cudnnCreateFilterDescriptor(&s.w), "filter descriptor");
+        check(cudnn().cudnnCreateConvolutionDescriptor(&s.conv), "convolution descriptor");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.x, CUDNN_DATA_FLOAT, {nd}, in_dims, in_strides), "input shape");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.y, CUDNN_DATA_FLOAT, {nd}, out_dims, out_strides), "output shape");
+        check(cudnn().cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, {nd}, w_dims), "weight shape");
+        check(cudnn().cudnnSetConvolutionNdDescriptor(s.conv, {spatial}, pad, stride, dilation, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT), "geometry");
+        check(cudnn().cudnnSetConvolutionGroupCount(s.conv, {plan.conv["groups"]}), "groups");
+        // The default math lets cuDNN use TF32 tensor cores for float data, as PyTorch does by default.
+        check(cudnn().cudnnSetConvolutionMathType(s.conv, CUDNN_DEFAULT_MATH), "math type");
+        {find}
+        s.algo = best.algo;
+        if (s.bytes && cudaMalloc(&s.workspace, s.bytes) != cudaSuccess) throw std::runtime_error("cuDNN workspace: out of memory");
+        s.handle = h;
+    }}
+    check(cudnn().cudnnSetStream(s.handle, stream), "set stream");
+    return s;
+}}
+
+void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t stream) {{
+    ConvState& s = state(stream);
+    cudnnHandle_t h = s.handle;
+    const float alpha = 1.0f, beta = 0.0f;
+    check({run}, "convolution");
+"""
+    if not trivial:
         src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
     epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
 """
@@ -383,13 +559,17 @@ def cpp_rowwise(plan):
     op, x = plan.row_op, plan.main.name
     affine = [o.name for o in plan.affine]
     src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
-    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="static inline ")
+    src += _op_function("epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body,
+                        qualifier="static inline ")
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     R, inner = plan.reduce, plan.inner
     red = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {R}.f"),
-           "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"), "min": ("INFINITY", "acc = std::min(acc, v);", "acc")}
+           "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"), "min": ("INFINITY", "acc = std::min(acc, v);", "acc"),
+           "norm": ("0.f", "acc += v * v;", "std::sqrt(acc)")}
     if op in red:
         init, step, fin = red[op]
+        write = (f"const float row = {fin};\n            for (int64_t r = 0; r < {R}LL; ++r) {{ const int64_t k = (o * {R}LL + r) * "
+                 f"{inner}LL + i; out[k] = epi_op(row, {x}[k]); }}" if plan.normalize else f"out[o * {inner}LL + i] = epi_op({fin});")
         return src + f"""
 void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     #pragma omp parallel for schedule(static) if(outer * {R * inner}LL >= {PARALLEL_ELEMENTS})
@@ -397,20 +577,22 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
         for (int64_t i = 0; i < {inner}LL; ++i) {{
             float acc = {init};
             for (int64_t r = 0; r < {R}LL; ++r) {{ const float v = pre_op({x}[(o * {R}LL + r) * {inner}LL + i]); {step} }}
-            out[o * {inner}LL + i] = epi_op({fin});
+            {write}
         }}
 }}
 """
     if op in ("softmax", "log_softmax", "logsumexp"):
-        tail = {"softmax": f"const float inv = 1.0f / s;\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(expf(pre_op(x[r]) - m) * inv);",
+        tail = {"softmax": f"const float inv = 1.0f / s;\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(y[r] * inv);",
                 "log_softmax": f"const float lse = m + std::log(s);\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
                 "logsumexp": "out[o] = epi_op(m + std::log(s));"}[op]
+        # softmax keeps each exponential in the output row, so that it is computed once, not twice.
+        keep = "y[r] = e;" if op == "softmax" else ""
         core = f"""float m = -INFINITY;
         #pragma omp simd reduction(max:m)
         for (int64_t r = 0; r < {R}LL; ++r) m = std::max(m, pre_op(x[r]));
         float s = 0.f;
         #pragma omp simd reduction(+:s)
-        for (int64_t r = 0; r < {R}LL; ++r) s += expf(pre_op(x[r]) - m);
+        for (int64_t r = 0; r < {R}LL; ++r) {{ const float e = expf(pre_op(x[r]) - m); {keep} s += e; }}
         {tail}"""
     else:  # layer_norm
         scale = (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + ";") if affine else ""
@@ -477,6 +659,89 @@ void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}f
 """
 
 
+def cpp_conv(plan):
+    """A direct convolution over up to three spatial dims (fewer are padded with dims of size 1), the epilogue
+    applied as each output row is finished. ConvTranspose gathers: each output reads the inputs that reach it."""
+    c = plan.conv
+    pad = 3 - c["dims"]
+    ins = c["in_shape"][:2] + [1] * pad + c["in_shape"][2:]
+    ws = c["w_shape"][:2] + [1] * pad + c["w_shape"][2:]
+    outs = c["conv_shape"][:2] + [1] * pad + c["conv_shape"][2:]
+    stride, dilation = ([1] * pad + c[k] for k in ("stride", "dilation"))
+    padding = [0] * pad + c["padding"]
+    names = [o.name for o in plan.operands]
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape, '(row + ow)')}]" for o in plan.operands)
+    n, cin, d_in, h_in, w_in = ins
+    _, cout, d_out, h_out, w_out = outs
+    g = c["groups"]
+    cin_g, cout_g = cin // g, cout // g
+    kd, kh, kw = ws[2:]
+    sd, sh, sw = stride
+    pd, ph, pw = padding
+    dd, dh, dw = dilation
+    if c["transposed"]:
+        # weight [Cin, Cout/g, kd, kh, kw]; out o = i * s - p + k * d  =>  i = (o + p - k * d) / s when exact.
+        body = f"""for (int64_t ic = g * {cin_g}; ic < (g + 1) * {cin_g}; ++ic) {{
+                    const float* wk = w + (ic * {cout_g} + ocg) * {kd * kh * kw}LL;
+                    const float* xc = x + (b * {cin} + ic) * {d_in * h_in * w_in}LL;
+                    for (int64_t a = 0; a < {kd}; ++a) {{
+                        const int64_t td = od + {pd} - a * {dd}; if (td < 0 || td % {sd} || td / {sd} >= {d_in}) continue;
+                        for (int64_t bb = 0; bb < {kh}; ++bb) {{
+                            const int64_t th = oh + {ph} - bb * {dh}; if (th < 0 || th % {sh} || th / {sh} >= {h_in}) continue;
+                            const float* xr = xc + ((td / {sd}) * {h_in} + th / {sh}) * {w_in}LL;
+                            const float* wr = wk + (a * {kh} + bb) * {kw}LL;
+                            for (int64_t cc = 0; cc < {kw}; ++cc) {{
+                                const float wv = wr[cc];
+                                for (int64_t ow = 0; ow < {w_out}; ++ow) {{
+                                    const int64_t tw = ow + {pw} - cc * {dw};
+                                    if (tw >= 0 && tw % {sw} == 0 && tw / {sw} < {w_in}) acc[ow] += xr[tw / {sw}] * wv;
+                                }}
+                            }}
+                        }}
+                    }}
+                }}"""
+    else:
+        # weight [Cout, Cin/g, kd, kh, kw]; in i = o * s - p + k * d.
+        body = f"""for (int64_t icg = 0; icg < {cin_g}; ++icg) {{
+                    const float* wk = w + (oc * {cin_g} + icg) * {kd * kh * kw}LL;
+                    const float* xc = x + (b * {cin} + g * {cin_g} + icg) * {d_in * h_in * w_in}LL;
+                    for (int64_t a = 0; a < {kd}; ++a) {{
+                        const int64_t id = od * {sd} - {pd} + a * {dd}; if (id < 0 || id >= {d_in}) continue;
+                        for (int64_t bb = 0; bb < {kh}; ++bb) {{
+                            const int64_t ih = oh * {sh} - {ph} + bb * {dh}; if (ih < 0 || ih >= {h_in}) continue;
+                            const float* xr = xc + (id * {h_in} + ih) * {w_in}LL;
+                            const float* wr = wk + (a * {kh} + bb) * {kw}LL;
+                            for (int64_t cc = 0; cc < {kw}; ++cc) {{
+                                const float wv = wr[cc];
+                                const int64_t lo = std::max<int64_t>(0, ({pw} - cc * {dw} + {sw} - 1) / {sw});
+                                const int64_t top = {w_in} - 1 + {pw} - cc * {dw};
+                                const int64_t hi = top < 0 ? 0 : std::min<int64_t>({w_out}, top / {sw} + 1);
+                                #pragma omp simd
+                                for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += xr[ow * {sw} - {pw} + cc * {dw}] * wv;
+                            }}
+                        }}
+                    }}
+                }}"""
+    flops = n * cout * d_out * h_out * w_out * cin_g * kd * kh * kw
+    src = CPP_PRELUDE + _op_function("epi_op", ["acc"] + [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
+    return src + f"""
+void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
+    // One task per output row (batch, channel, depth, height); the row's {w_out} outputs accumulate in registers.
+    #pragma omp parallel for schedule(static) if({int(flops >= PARALLEL_FLOPS)})
+    for (int64_t r = 0; r < {n * cout * d_out * h_out}LL; ++r) {{
+        const int64_t oh = r % {h_out}, od = (r / {h_out}) % {d_out}, oc = (r / {h_out * d_out}) % {cout};
+        const int64_t b = r / {h_out * d_out * cout}, g = oc / {cout_g}, ocg = oc % {cout_g};
+        (void)ocg; (void)g;
+        float acc[{w_out}] = {{}};
+        {body}
+        const int64_t row = r * {w_out}LL;
+        for (int64_t ow = 0; ow < {w_out}; ++ow) out[row + ow] = epi_op(acc[ow]{loads});
+    }}
+}}
+"""
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The binding and model_new.py
 # ----------------------------------------------------------------------------------------------------------
@@ -487,9 +752,9 @@ def _tensor_args(plan):
     def py(o):
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
     args = []
-    if plan.kind in ("rowwise", "gemm"):
+    if plan.kind in ("rowwise", "gemm", "conv"):
         args.append(plan.main)
-    if plan.kind == "gemm":
+    if plan.kind in ("gemm", "conv"):
         args.append(plan.weight)
     args += plan.affine if plan.kind == "rowwise" else plan.operands
     return [(o.name, py(o), math.prod(o.shape)) for o in args]
@@ -502,13 +767,8 @@ def binding(plan, device):
     ptrs = ", ".join(f"(const float*){name}.data_ptr()" for name, _, _ in args)
     out_dims = ", ".join(str(d) for d in plan.out_shape)
     first = args[0][0]
-    if plan.kind == "gemm":
-        call_args = ptrs
-    elif plan.kind == "rowwise":
-        call_args = ptrs
-    else:
-        call_args = ptrs
-    tail = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL", "gemm": ""}[plan.kind]
+    call_args = ptrs
+    tail = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL"}.get(plan.kind, "")
     if device == "cuda":
         decl_ptrs = ", ".join("const float*" for _ in args)
         decl = f"void launch_fused({decl_ptrs}, float*{', int64_t' if tail else ''}, cudaStream_t);"
@@ -552,20 +812,44 @@ STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&
 
 
 def _param_names(plan):
-    args = ([plan.main, plan.weight] if plan.kind == "gemm" else []) + list(plan.affine) + list(plan.operands)
+    args = ([plan.main, plan.weight] if plan.kind in ("gemm", "conv") else []) + list(plan.affine) + list(plan.operands)
     return list(dict.fromkeys(o.ref for o in args if o is not None and o.source == "param"))
 
 
-def model_new(plan, problem_source):
+# cuDNN opened by the kernel at run time crashes inside cuDNN unless its parts are already in the process, loaded
+# globally from the folder of the cuDNN torch uses, before the extension: the solution loads them first.
+CUDNN_PRELOAD = """
+def _load_cudnn_parts():
+    import ctypes, glob, os
+    torch.backends.cudnn.version()  # torch's own cuDNN, loaded first
+    try:
+        import nvidia.cudnn
+        folders = [os.path.join(path, "lib") for path in nvidia.cudnn.__path__]
+    except ImportError:
+        return
+    for folder in folders:
+        for part in ("graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv", ""):
+            for library in sorted(glob.glob(os.path.join(folder, f"libcudnn{'_' + part if part else ''}.so.*"))):
+                ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+
+
+_load_cudnn_parts()
+"""
+
+
+def model_new(plan, problem_source, device="cpu"):
     # Parameters are contiguous by construction; only inputs need .contiguous() on every call.
     call = ", ".join(py if py.startswith("self.") else f"{py}.contiguous()" for _, py, _ in _tensor_args(plan))
     names = _param_names(plan)
+    checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; these kernels "
+                     f"were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
+    preload = CUDNN_PRELOAD if plan.kind == "conv" and device == "cuda" else ""
     return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
 import torch
 import torch.nn as nn
 
 from sandbox.native import load_extension
-
+{preload}
 ops = load_extension(__file__)
 
 # The reference module, used only to create the same parameters with the same initialization.
@@ -588,18 +872,19 @@ class ModelNew(nn.Module):
         self._ks_params = [self.get_parameter(name) for name in {names!r}]
 
     def forward(self, *inputs):
-        return ops.fused({call})
+{checks}        return ops.fused({call})
 '''
 
 
 def workspace_files(plan, device, problem_source, block=256):
     kernel = {("cuda", "elementwise"): cuda_elementwise, ("cuda", "rowwise"): cuda_rowwise,
-              ("cuda", "gemm"): cuda_gemm}
+              ("cuda", "gemm"): cuda_gemm, ("cuda", "conv"): cuda_conv}
     if device == "cuda":
         source = kernel[(device, plan.kind)](plan, block)
         name = "kernels/fused.cu"
     else:
-        source = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm}[plan.kind](plan)
+        source = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm,
+                  "conv": cpp_conv}[plan.kind](plan)
         name = "kernels/fused.cpp"
     return {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
-            "model_new.py": model_new(plan, problem_source)}
+            "model_new.py": model_new(plan, problem_source, device)}

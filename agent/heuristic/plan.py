@@ -1,6 +1,7 @@
-"""From an analyzed graph to a fusion plan: one elementwise kernel, one row-wise kernel, or a GEMM with a
-fused epilogue. Anything else is named as the operator that stops the plan (no fallback is ever written)."""
+"""From an analyzed graph to a fusion plan: one elementwise kernel, one row-wise kernel, a GEMM or a convolution
+with a fused epilogue. Anything else is named as the operator that stops the plan (no fallback is ever written)."""
 import math
+import re
 from dataclasses import dataclass, field
 
 
@@ -43,8 +44,9 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "softmax": "softmax", "Softmax": "softmax", "log_softmax": "log_softmax", "LogSoftmax": "log_softmax",
            "amax": "max", "amin": "min", "Linear": "linear", "matmul": "matmul", "mm": "matmul", "bmm": "matmul",
            "LayerNorm": "layer_norm", "layer_norm": "layer_norm", "logsumexp": "logsumexp", "Dropout": "dropout",
-           "dropout": "dropout"}
-ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min"}
+           "dropout": "dropout", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv", "ConvTranspose1d": "conv",
+           "ConvTranspose2d": "conv", "ConvTranspose3d": "conv"}
+ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm"}
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Operand:
 
 @dataclass
 class Plan:
-    kind: str  # elementwise | rowwise | gemm
+    kind: str  # elementwise | rowwise | gemm | conv
     out_shape: list
     operands: list = field(default_factory=list)  # tensors the fused body reads (besides the main input)
     body: list = field(default_factory=list)  # C statements; the value ends in `result`
@@ -69,6 +71,9 @@ class Plan:
     inner: int = 1
     eps: float = 1e-5
     affine: list = field(default_factory=list)  # layer_norm weight and bias operands
+    # rowwise: the reduction's result combined with the input again (x / f(reduce(x)), RMS and L1 norms): the
+    # epilogue reads LOAD_<main> too and writes the input's shape.
+    normalize: bool = False
     prologue: list = field(default_factory=list)
     # gemm: x [M,K] (an input), w [N,K] (a parameter, or [K,N] input for matmul), M, N, K.
     weight: Operand | None = None
@@ -77,6 +82,10 @@ class Plan:
     n: int = 0
     k: int = 0
     batch: int = 1
+    # conv: x [N, C, *spatial] (an input), w the module's weight; geometry in torch's terms, one entry per
+    # spatial dim: stride, padding, dilation, output_padding; groups; transposed for ConvTranspose.
+    conv: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)  # input position -> the number forward must be given
     describe: str = ""
 
     def to_json(self):
@@ -92,6 +101,8 @@ class _Builder:
         self.order = analysis["nodes"]
         self.params = analysis["params"]
         self.inputs = [n for n in analysis["nodes"] if n["op"] == "placeholder"]
+        self.input_values = analysis.get("inputs") or [{} for _ in self.inputs]
+        self.scalars = {}  # input position -> the number the kernel is specialized to
         self.values = {}  # node name -> C expression of its value
         self.operands = {}
         self.body = []
@@ -107,9 +118,20 @@ class _Builder:
             name = arg["node"]
             if name not in self.values:
                 node = self.nodes[name]
+                if node["op"] == "placeholder" and node["shape"] is None:
+                    # A number passed to forward (KernelBench's `A * s`): the kernel is specialized to the value
+                    # get_inputs gives, and ModelNew refuses any other value rather than compute a wrong result.
+                    position = self.inputs.index(node)
+                    value = self.input_values[position].get("value")
+                    if not isinstance(value, (int, float)) or isinstance(value, bool):
+                        raise Unsupported(f"input {name} is neither a tensor nor a number")
+                    self.scalars[position] = value
+                    return _f(value)
                 if node["op"] == "placeholder":
                     op = self.operand("input", self.inputs.index(node), node["shape"])
                     self.values[name] = f"LOAD_{op.name}"
+                elif node["op"] == "get_attr" and "value" in node:
+                    return _f(node["value"])
                 elif node["op"] == "get_attr":
                     op = self.operand("param", node["target"], self.params[node["target"]])
                     self.values[name] = f"LOAD_{op.name}"
@@ -136,6 +158,11 @@ class _Builder:
             if p and not (kw.get("training") is False):
                 raise Unsupported("dropout with p > 0 in training mode (random: not a deterministic problem)")
             op = "identity"
+        if op == "getitem" and len(args) == 2 and args[1] == 0 and isinstance(args[0], dict) \
+                and _canonical(self.nodes[args[0]["node"]]) in ("max", "min"):
+            # torch.max(x, dim)[0]: the values of the reduction (its indices are never computed).
+            self.values[node["name"]] = self.value(args[0])
+            return True
         if node["op"] == "call_module" and op in UNARY:
             x = self.value(args[0])
         elif op in UNARY:
@@ -198,8 +225,13 @@ def make_plan(analysis):
         if n["op"] != "output" and n.get("dtype") not in (None, "float32"):
             raise Unsupported(f"{n['name']} is {n['dtype']}; the heuristic writes float32 kernels")
     ops = [_canonical(n) for n in nodes]
+    transposes = _input_transposes(analysis, nodes)
+    if transposes and len(ops) > len(transposes) and ops[len(transposes)] == "matmul":
+        return _gemm_plan(analysis, nodes[len(transposes):], transposes)
     if ops and ops[0] in ("linear", "matmul"):
         return _gemm_plan(analysis, nodes)
+    if ops and ops[0] == "conv":
+        return _conv_plan(analysis, nodes)
     rows = [i for i, op in enumerate(ops) if op in ROW_OPS and not _is_binary_minmax(nodes[i])]
     if len(rows) > 1:
         raise Unsupported(f"{nodes[rows[1]]['target']} after {nodes[rows[0]]['target']}: one row-wise operation "
@@ -214,6 +246,7 @@ def _is_binary_minmax(node):
 
 
 def _finish(builder, plan, result_node):
+    plan.scalars = dict(builder.scalars)
     plan.body = builder.body + [f"const float result = {builder.values[result_node]};"]
     plan.operands = [op for op in builder.operands.values()]
     return plan
@@ -247,7 +280,11 @@ def _rowwise_plan(analysis, nodes, at):
         norm = [norm] if isinstance(norm, int) else list(norm)
         dims = list(range(len(in_shape) - len(norm), len(in_shape)))
     else:
-        dim = attrs.get("dim", kw.get("dim", row["args"][1] if len(row["args"]) > 1 else None))
+        # torch.norm(x, p, dim, keepdim): the dim comes third; only the 2-norm (Frobenius over all) is written.
+        position = 2 if op == "norm" else 1
+        if op == "norm" and kw.get("p", row["args"][1] if len(row["args"]) > 1 else "fro") not in ("fro", 2, 2.0):
+            raise Unsupported("torch.norm with p other than 2")
+        dim = attrs.get("dim", kw.get("dim", row["args"][position] if len(row["args"]) > position else None))
         if dim is None:
             dims = list(range(len(in_shape)))
         else:
@@ -258,13 +295,15 @@ def _rowwise_plan(analysis, nodes, at):
     outer = math.prod(in_shape[:dims[0]])
     reduce = math.prod(in_shape[dims[0]:dims[-1] + 1])
     inner = math.prod(in_shape[dims[-1] + 1:])
-    if inner != 1 and op not in ("sum", "mean", "max", "min"):
+    if inner != 1 and op not in ("sum", "mean", "max", "min", "norm"):
         raise Unsupported(f"{row['target']} over a dim that is not the last one")
-    if op in ("max", "min") and row["op"] == "call_function" and len(row["args"]) > 1 and row.get("target") in ("max", "min"):
-        raise Unsupported(f"torch.{row['target']}(x, dim) returns values and indices; use amax/amin")
+    if op in ("max", "min") and row.get("target") in ("max", "min") and _output_node(analysis) == row["name"]:
+        raise Unsupported(f"torch.{row['target']}(x, dim) returns values and indices; the heuristic computes values only")
     main_expr = b.value(src)
     prologue, b.body = b.body, []
-    plan = Plan("rowwise", row["shape"], row_op=op, outer=outer, reduce=reduce, inner=inner,
+    # torch.max(x, dim) is a (values, indices) pair: its shape is that of the values taken from it.
+    shape = row["shape"] if row["shape"] is not None else b.nodes[_output_node(analysis)]["shape"]
+    plan = Plan("rowwise", shape, row_op=op, outer=outer, reduce=reduce, inner=inner,
                 eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op == "layer_norm" else 1e-5,
                 describe=f"one row-wise {op} kernel (rows of {reduce}) with {at} fused operator(s) before it")
     plan.prologue = prologue + [f"const float pre = {main_expr};"]
@@ -284,12 +323,54 @@ def _rowwise_plan(analysis, nodes, at):
         raise Unsupported("the row-wise operation must read one input tensor")
     plan.main = main[0]
     plan.body = b.body + [f"const float result = {b.values[out]};"]
+    plan.scalars = dict(b.scalars)
+    if any("LOAD_" in line for line in plan.body):
+        _normalization(plan, row, b, analysis)
     if any(o is not plan.main and o not in plan.affine for o in plan.operands):
         raise Unsupported("tensors other than the input around a row-wise operation")
     return plan
 
 
-def _gemm_plan(analysis, nodes):
+def _normalization(plan, row, builder, analysis):
+    """Accept an epilogue that reads the row's input again (a normalization), or say why not."""
+    what = f"the result of {row['target']} combined with a tensor again"
+    body = " ".join(plan.body)
+    loads = set(re.findall(r"LOAD_(\w+)", body))
+    if loads != {plan.main.name}:
+        raise Unsupported(f"{what}: only the row's own input can be read again")
+    defined = set(re.findall(r"const float (v_\w+)", body))
+    if set(re.findall(r"\bv_\w+", body)) - defined:
+        raise Unsupported(f"{what}: the epilogue reads a value computed before the reduction")
+    position = 3 if plan.row_op == "norm" else 2
+    keepdim = (row.get("kwargs") or {}).get("keepdim", row["args"][position] if len(row["args"]) > position else False)
+    out_shape = builder.nodes[_output_node(analysis)]["shape"]
+    everything = plan.outer == 1 and plan.inner == 1  # one number: it broadcasts whatever keepdim says
+    if plan.row_op not in ("sum", "mean", "max", "min", "norm") or not (keepdim or everything) \
+            or out_shape != plan.main.shape:
+        raise Unsupported(f"{what}: only sum, mean, max, min or norm with keepdim=True, in the input's shape")
+    plan.normalize = True
+    plan.out_shape = list(out_shape)
+    plan.describe = plan.describe.replace("one row-wise", "one row-wise normalization by")
+
+
+def _input_transposes(analysis, nodes):
+    """{node name: input node} for the leading `B.T` of 2-D model inputs: a GEMM reads them transposed in place."""
+    by_name = {n["name"]: n for n in analysis["nodes"]}
+    out = {}
+    for node in nodes:
+        args = node["args"]
+        if node.get("target") != "getattr" or len(args) != 2 or args[1] not in ("T", "mT") \
+                or not isinstance(args[0], dict):
+            break
+        source = by_name[args[0]["node"]]
+        if source["op"] != "placeholder" or len(source["shape"] or []) != 2:
+            break
+        out[node["name"]] = source
+    return out
+
+
+def _gemm_plan(analysis, nodes, transposes=None):
+    transposes = transposes or {}
     b = _Builder(analysis)
     first = nodes[0]
     op = _canonical(first)
@@ -312,16 +393,24 @@ def _gemm_plan(analysis, nodes):
         n, k = wshape
         transposed = True
     else:
-        other = b.nodes[first["args"][1]["node"]]
+        name = first["args"][1]["node"]
+        other = transposes.get(name) or b.nodes[name]
         if other["op"] != "placeholder":
             raise Unsupported("matmul with a non-input right operand")
         weight = Operand("w", "input", b.inputs.index(other), other["shape"])
-        k, n = other["shape"][-2:]
-        bias, transposed = None, False
+        if name in transposes:  # B.T of a stored [N, K]: the same layout as a linear layer's weight
+            n, k = other["shape"]
+            transposed = True
+        else:
+            k, n = other["shape"][-2:]
+            transposed = False
+        bias = None
     if len(x_node["shape"]) < 2 or x_node["shape"][-1] != k:
         raise Unsupported(f"matrix shapes {x_node['shape']} and {weight.shape} do not multiply as planned")
     batch = math.prod(x_node["shape"][:-2]) if op == "matmul" and len(x_node["shape"]) > 2 else 1
-    if batch > 1 and len(weight.shape) != len(x_node["shape"]):
+    if batch > 1 and len(weight.shape) == 2:
+        batch = 1  # [..., M, K] @ [K, N]: one GEMM over all the leading rows
+    elif batch > 1 and len(weight.shape) != len(x_node["shape"]):
         raise Unsupported("broadcast batched matmul")
     m = math.prod(x_node["shape"][:-1]) // batch
     b.values[first["name"]] = "acc" if bias is None else "(acc + LOAD_" + b.operand("param", bias, analysis["params"][bias]).name + ")"
@@ -336,4 +425,50 @@ def _gemm_plan(analysis, nodes):
     for o in plan.operands:
         if math.prod(o.shape) not in (1, n) or (o.shape and o.shape[-1] != n and math.prod(o.shape) != 1):
             raise Unsupported(f"an epilogue tensor of shape {o.shape} that is not per-column")
+    return plan
+
+
+def _per_dim(value, dims):
+    return [int(value)] * dims if isinstance(value, (int, float)) else [int(v) for v in value]
+
+
+def _conv_plan(analysis, nodes):
+    b = _Builder(analysis)
+    first = nodes[0]
+    attrs = first.get("attrs") or {}
+    x_node = b.nodes[first["args"][0]["node"]]
+    if x_node["op"] != "placeholder":
+        raise Unsupported("the convolution must read a model input")
+    if attrs.get("padding_mode", "zeros") != "zeros":
+        raise Unsupported(f"{first['target']} with padding_mode={attrs['padding_mode']!r}")
+    if isinstance(attrs.get("padding"), str):
+        raise Unsupported(f"{first['target']} with padding={attrs['padding']!r}")
+    transposed = first["target"].startswith("ConvTranspose")
+    dims = len(x_node["shape"]) - 2
+    wname = f"{first['module']}.weight"
+    bias = f"{first['module']}.bias" if "bias" in (first.get("params") or {}) else None
+    x = Operand("x", "input", b.inputs.index(x_node), x_node["shape"])
+    weight = Operand("w", "param", wname, analysis["params"][wname])
+    out_shape = first["shape"]
+    value = "acc"
+    if bias is not None:
+        # The bias is per output channel: shaped [C, 1, ...] so that it broadcasts along dim 1 of [N, C, ...].
+        value = f"(acc + LOAD_{b.operand('param', bias, [out_shape[1]] + [1] * dims).name})"
+    b.values[first["name"]] = value
+    for node in nodes[1:]:
+        if not b.elementwise(node):
+            raise Unsupported(f"operator {node.get('target')} ({node['name']}) after {first['target']} is not "
+                              "elementwise")
+    out = _output_node(analysis)
+    conv = {"transposed": transposed, "dims": dims, "in_shape": list(x_node["shape"]), "w_shape": list(weight.shape),
+            "conv_shape": list(out_shape), "stride": _per_dim(attrs.get("stride", 1), dims),
+            "padding": _per_dim(attrs.get("padding", 0), dims), "dilation": _per_dim(attrs.get("dilation", 1), dims),
+            "output_padding": _per_dim(attrs.get("output_padding", 0), dims), "groups": int(attrs.get("groups", 1))}
+    plan = Plan("conv", b.nodes[out]["shape"], main=x, weight=weight, conv=conv,
+                describe=f"{first['target']} ({'x'.join(map(str, x_node['shape']))} -> "
+                         f"{'x'.join(map(str, out_shape))}) with {len(nodes) - 1 + (bias is not None)} operator(s) "
+                         "fused after it")
+    _finish(b, plan, out)
+    if list(plan.out_shape) != list(out_shape):
+        raise Unsupported(f"an epilogue that changes the shape {out_shape} of the convolution's output")
     return plan

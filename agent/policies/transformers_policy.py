@@ -41,14 +41,16 @@ class TransformersPolicy(Policy):
                       prompt_token_ids=g.prompt_token_ids, response_token_ids=g.response_token_ids,
                       response_logprobs=g.response_logprobs)
 
-    def generate(self, messages, tools, max_new_tokens=None, temperature=None):
-        """The model's raw answer to MESSAGES, with the exact prompt and response tokens and their logprobs."""
+    def generate(self, messages, tools, max_new_tokens=None, temperature=None, prompt_ids=None):
+        """The model's raw answer to MESSAGES, with the exact prompt and response tokens and their logprobs.
+        PROMPT_IDS, when given, are MESSAGES already tokenized (a trainer continuing an episode token for token)."""
         import torch
         max_new_tokens = max_new_tokens or self.max_new_tokens
         temperature = self.temperature if temperature is None else temperature
-        prompt = self.tokenizer.apply_chat_template(template_messages(messages), tools=tools or None,
-                                                    add_generation_prompt=True, tokenize=False)
-        prompt_ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        if prompt_ids is None:
+            prompt = self.tokenizer.apply_chat_template(template_messages(messages), tools=tools or None,
+                                                        add_generation_prompt=True, tokenize=False)
+            prompt_ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         if self.max_context and len(prompt_ids) >= self.max_context:
             raise ContextTooLong(f"This model's maximum context length is {self.max_context} tokens; "
                                  f"the prompt has {len(prompt_ids)}")

@@ -28,6 +28,7 @@ from sandbox import settings  # noqa: E402 -- after the environment above
 from sandbox.config import EvalConfig  # noqa: E402
 
 from agent.policies.base import Action, Policy  # noqa: E402
+from agent.policies.chat_template import CHAT_TEMPLATE  # noqa: E402
 from agent.trajectory import ToolCall  # noqa: E402
 
 settings.MEMORY_MB = 4096
@@ -164,34 +165,6 @@ def relu_solution():
 
 
 # -- the tiny served model -----------------------------------------------------------------------------------
-# Qwen2.5's tool-calling chat template, shortened: what a generated answer looks like is exactly how the
-# template renders it back, so each turn's prompt extends the previous prompt and answer token for token.
-CHAT_TEMPLATE = r"""
-{%- if tools %}
-{{- '<|im_start|>system\n' }}
-{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
-{{- '# Tools\n\nYou may call one or more functions. Their signatures are within <tools></tools>:\n<tools>' }}
-{%- for tool in tools %}{{- '\n' }}{{- tool | tojson }}{%- endfor %}
-{{- '\n</tools>\n\nFor each call, return a JSON object with the function name and arguments within <tool_call></tool_call> tags.<|im_end|>\n' }}
-{%- elif messages[0].role == 'system' %}
-{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
-{%- endif %}
-{%- for message in messages %}
-{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}
-{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
-{%- elif message.role == 'assistant' %}
-{{- '<|im_start|>assistant' }}
-{%- if message.content %}{{- '\n' + message.content }}{%- endif %}
-{%- for tc in message.tool_calls or [] %}
-{{- '\n<tool_call>\n{"name": "' + tc.function.name + '", "arguments": ' + (tc.function.arguments | tojson) + '}\n</tool_call>' }}
-{%- endfor %}
-{{- '<|im_end|>\n' }}
-{%- elif message.role == 'tool' %}
-{{- '<|im_start|>user\n<tool_response>\n' + message.content + '\n</tool_response><|im_end|>\n' }}
-{%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}
-""".strip()
 ANSWER = 'Reading the problem first.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "problem.py"}}\n</tool_call>'
 WINDOW = 24
 

@@ -56,7 +56,40 @@ def get_inputs():
 def get_init_inputs():
     return [32, 32]
 """
-CONV = """
+RMS_NORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+
+def get_inputs():
+    return [torch.randn(4, 16, 8, 8)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_EPILOGUE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2, dilation=(1, 2))
+        self.scale = nn.Parameter(torch.randn(6, 1, 1))
+
+    def forward(self, x):
+        return torch.sigmoid(self.conv(x) - self.scale)
+
+def get_inputs():
+    return [torch.randn(2, 4, 7, 9)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_POOL = """
 import torch
 import torch.nn as nn
 
@@ -64,9 +97,10 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3)
+        self.pool = nn.MaxPool2d(2)
 
     def forward(self, x):
-        return torch.relu(self.conv(x))
+        return self.pool(torch.relu(self.conv(x)))
 
 def get_inputs():
     return [torch.randn(2, 3, 16, 16)]
@@ -85,7 +119,8 @@ def run_episode(tmp_path, source, name):
 
 
 @pytest.mark.parametrize("name,source", [("chain", ELEMENTWISE_CHAIN), ("softmax", ROW_REDUCTION),
-                                         ("linear", LINEAR_EPILOGUE)])
+                                         ("linear", LINEAR_EPILOGUE), ("conv", CONV_EPILOGUE),
+                                         ("rms_norm", RMS_NORM)])
 def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, source):
     traj = run_episode(tmp_path, source, name)
     assert traj.stop_reason == "submitted"
@@ -97,8 +132,8 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
 
 
 def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(tmp_path):
-    traj = run_episode(tmp_path, CONV, "conv")
-    assert traj.stop_reason.startswith("policy_error") and "Conv2d" in traj.stop_reason
+    traj = run_episode(tmp_path, CONV_POOL, "conv_pool")
+    assert traj.stop_reason.startswith("policy_error") and "MaxPool2d" in traj.stop_reason
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
     assert written == []
@@ -112,3 +147,35 @@ def test_plans_refuse_random_operators():
         {"name": "output", "op": "output", "args": [{"node": "dropout"}], "kwargs": {}, "shape": [4, 4], "dtype": "float32"}]}
     with pytest.raises(Unsupported, match="dropout"):
         make_plan(analysis)
+
+
+MATMUL_TRANSPOSED_B = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B.T)
+
+def get_inputs():
+    return [torch.randn(64, 96), torch.randn(80, 96)]
+
+def get_init_inputs():
+    return []
+"""
+MATMUL_3D_BY_2D = MATMUL_TRANSPOSED_B.replace("B.T", "B").replace(
+    "[torch.randn(64, 96), torch.randn(80, 96)]", "[torch.randn(4, 32, 48), torch.randn(48, 40)]")
+
+
+@pytest.mark.parametrize("source,expected", [
+    (MATMUL_TRANSPOSED_B, dict(m=64, n=80, k=96, batch=1, transposed_b=True)),
+    (MATMUL_3D_BY_2D, dict(m=128, n=40, k=48, batch=1, transposed_b=False)),
+], ids=["transposed_b", "3d_by_2d"])
+def test_matmuls_of_transposed_or_stacked_inputs_plan_one_gemm(tmp_path, source, expected):
+    from agent.heuristic.analyze import analyze
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    plan = make_plan(analyze(str(problem)))
+    assert plan.kind == "gemm"
+    assert {key: getattr(plan, key) for key in expected} == expected
+    assert plan.weight.source == "input" and plan.weight.ref == 1

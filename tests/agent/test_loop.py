@@ -1,5 +1,5 @@
 """The ReAct loop with a scripted policy and the real sandbox on the CPU: budgets, best-solution tracking,
-malformed calls, the per-turn callback and the loop's own overhead."""
+malformed calls, the per-turn callback and the record of the loop's own overhead."""
 import json
 import time
 
@@ -109,7 +109,9 @@ def test_a_policy_failure_after_the_first_turn_ends_the_episode_with_its_best(re
     assert trajectory.verdict["correct"] and trajectory.best["turn"] == 2
 
 
-def test_loop_overhead_per_turn_is_under_50_ms(relu_problem, tmp_path, fast_eval, scripted):
+def test_each_turn_records_the_loops_own_overhead_and_long_episodes_are_condensed(relu_problem, tmp_path, fast_eval,
+                                                                                  scripted):
+    # The 50 ms target itself is measured by `python -m bench.loop_overhead`, not here.
     long_file = "".join(f"// line {i} of a long kernel file\n" for i in range(3000))
     turns = [[("write_file", {"path": "kernels/long.cpp", "content": long_file})]]
     turns += [[("read_file", {"path": "kernels/long.cpp"}), ("search", {"pattern": "line 1234", "path": "kernels"})]
@@ -117,7 +119,9 @@ def test_loop_overhead_per_turn_is_under_50_ms(relu_problem, tmp_path, fast_eval
     policy = scripted(turns)
     trajectory = episode(relu_problem, policy, tmp_path, fast_eval, max_turns=60, context_tokens=16000,
                          response_tokens=2000).run()
-    overheads = sorted(t.overhead_s for t in trajectory.turns)
-    assert len(overheads) == 60
-    assert overheads[len(overheads) // 2] < 0.05 and overheads[-1] < 0.2, overheads[-5:]
+    assert len(trajectory.turns) == 60
+    assert all(turn.overhead_s >= 0 and turn.tools_s > 0 for turn in trajectory.turns)
+    # Per-turn policy, tools and overhead account for the episode's time, up to what is spent between turns.
+    accounted = sum(t.overhead_s + t.policy_s + t.tools_s for t in trajectory.turns)
+    assert accounted <= trajectory.wall_s + 0.01 * len(trajectory.turns)
     assert any(m["content"].startswith("Earlier turns, condensed") for m in policy.seen[-1] if m["role"] == "user")
