@@ -1,0 +1,99 @@
+"""The whole RL pipeline on one GPU in one command: a small model trained from scratch (tokenizer on the task
+corpus), heuristic-policy episodes as RFT data, value pre-training, then PPO steps with real sandbox rewards;
+prints the held-out correct rate after RFT and after PPO, the stability figures, and where the plots are.
+
+    python -m bench.rl_pipeline [--tasks PROBLEMS.jsonl] [--out DIR] [--set KEY=VALUE ...]
+
+Tasks: KernelBench levels 1-2 (150 problems, from tests/gpu/data/ or ../shared/kernelbench/problems.jsonl) or
+a synthesized JSONL of {"name", "code"} rows (`python -m training synthesize`). The config is
+training/configs/gpu.yaml with the overrides below, sized to finish in about 8 minutes on one H100 (generation
+on the live actor is serialized; tool calls and sandbox evaluations overlap in 12 threads). Outputs: DIR
+(default $OUT, else a temporary folder) holds the run: metrics.jsonl, tensorboard/, plots/*.png, checkpoints/.
+
+Needs torch with CUDA plus the `train` extra: accelerate, transformers, tokenizers, pyyaml (tensorboard and
+matplotlib are optional: without them metrics go to JSONL only; plot later with `python -m training.rl.plots
+DIR`). Where they are missing, carry wheels: pure Python ones are accelerate, transformers, huggingface_hub,
+tqdm, filelock, fsspec, packaging, typer-slim/click and hf-xet's pure fallbacks as pip resolves them;
+tokenizers, safetensors, regex and pyyaml are binary (manylinux, cp3XX of the host): `pip download
+--only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.XX transformers accelerate pyyaml -d
+wheels/`, then `pip install --no-index --find-links wheels/ transformers accelerate pyyaml`.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench._gpu import PROBLEM_SOURCES, REPO, gpu_missing
+
+# Sized for one 10-minute command on one H100 (see the docstring); pass --set to change any of them.
+OVERRIDES = ["ppo.steps=4", "ppo.episodes_per_step=12", "eval_episodes=12", "episode.max_turns=3",
+             "episode.response_tokens=128", "rft.episodes=36", "value.episodes=6", "value.max_epochs=6"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.rl_pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", help="a JSONL of problems (default: KernelBench levels 1-2)")
+    parser.add_argument("--out", help="the run folder (default: $OUT/rl_pipeline or a temporary folder)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
+    args = parser.parse_args(argv)
+    missing = gpu_missing("rl_pipeline")
+    if missing:
+        print(missing)
+        return 0
+    from training.rl import config as run_config
+    from training.rl.cli import train
+    from training.rl.metrics import read
+    tasks = args.tasks or next((str(p) for p in PROBLEM_SOURCES if p.is_file()), None)
+    if tasks is None:
+        raise SystemExit("no tasks: pass --tasks or copy ../shared/kernelbench/problems.jsonl to tests/gpu/data/")
+    out = Path(args.out or (Path(os.environ["OUT"]) / "rl_pipeline" if os.environ.get("OUT")
+                            else tempfile.mkdtemp(prefix="rl-pipeline-")))
+    config = run_config.override(run_config.load(REPO / "training" / "configs" / "gpu.yaml"),
+                                 OVERRIDES + [f"tasks.source={tasks}", f"run_dir={out}"] + args.set)
+    os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
+    t0 = time.monotonic()
+    train(config, config.stages)
+    wall = time.monotonic() - t0
+    records = read(out)
+    evals = {r["after"]: r for r in records if r["stage"] == "eval"}
+    ppo = [r for r in records if r["stage"] == "ppo"]
+    value = [r for r in records if r["stage"] == "value"]
+    rft = [r for r in records if r["stage"] == "rft"]
+    print("\n| what | figure |\n| --- | --- |")
+    print(f"| tasks (train / held-out) | {_split(out)} |")
+    if rft:
+        print(f"| RFT: heuristic episodes kept / collected, final loss | {rft[-1]['kept']} / "
+              f"{rft[-1]['collected']}, {rft[-1]['loss']:.3f} |")
+    for after in ("rft", "ppo"):
+        if after in evals:
+            e = evals[after]
+            print(f"| held-out correct rate after {after.upper()} | {e['correct_rate']:.3f} "
+                  f"(mean reward {e.get('reward_mean', float('nan')):.2f}, {e['episodes']} episodes) |")
+    if value:
+        evs = ", ".join(f"{r['explained_variance']:.3f}" for r in value if r.get("explained_variance") is not None)
+        print(f"| value pre-training: explained variance per epoch | {evs} |")
+    if ppo:
+        rewards = ", ".join(f"{r.get('reward_mean', 0):.2f}" for r in ppo)
+        print(f"| PPO: mean reward per step | {rewards} |")
+        print(f"| PPO: importance ratio min / max over all steps | {min(r['ratio_min'] for r in ppo):.3f} / "
+              f"{max(r['ratio_max'] for r in ppo):.3f} |")
+        print(f"| PPO: entropy first / last step | {ppo[0]['entropy']:.3f} / {ppo[-1]['entropy']:.3f} |")
+        print(f"| PPO: rollout / update seconds per step (mean) | {sum(r['rollout_s'] for r in ppo) / len(ppo):.1f}"
+              f" / {sum(r['update_s'] for r in ppo) / len(ppo):.1f} |")
+    print(f"| wall time | {wall:.0f} s |")
+    print(f"\nplots: {', '.join(str(p) for p in sorted((out / 'plots').glob('*.png')))}")
+    print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")
+    return 0
+
+
+def _split(out):
+    import json
+    split = json.loads((out / "tasks" / "split.json").read_text())
+    return f"{len(split['train'])} / {len(split['held_out'])}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

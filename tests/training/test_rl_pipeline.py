@@ -1,0 +1,106 @@
+"""End to end on the CPU: `python -m training train training/configs/toy.yaml` through every stage with real
+episodes of the agent loop rewarded by the sandbox, then a resumed run that continues PPO where it stopped;
+and rollouts as jobs on an RQ queue served by a real worker."""
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHORT = ["--set", "episode.max_turns=2", "--set", "single_turn.steps=1", "--set", "rft.epochs=1",
+         "--set", "value.max_epochs=2", "--set", "eval_episodes=1"]
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "KS_CACHE_DIR": str(tmp_path / "sandbox-cache"), "HF_HUB_OFFLINE": "1"}
+
+
+def train(run_dir, env, *extra):
+    return subprocess.run([sys.executable, "-m", "training", "train", "training/configs/toy.yaml", "--run-dir",
+                           str(run_dir), "-q", *SHORT, *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def records(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path, env):
+    run_dir = tmp_path / "run"
+    first = train(run_dir, env, "--set", "ppo.steps=1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    stages = [r["stage"] for r in records(run_dir)]
+    assert stages == ["single_turn", "rft", "eval", "value", "value", "ppo", "eval"] or \
+        stages == ["single_turn", "rft", "eval", "value", "ppo", "eval"], stages
+    for stage, kinds in {"single_turn": ("actor", "critic"), "rft": ("actor",), "value": ("critic",),
+                         "ppo": ("actor", "critic")}.items():
+        for kind in kinds:
+            assert (run_dir / "checkpoints" / stage / "step-0" / kind / "config.json").is_file(), (stage, kind)
+        assert list((run_dir / "tensorboard" / stage).glob("events.out.tfevents.*")), stage
+    assert (run_dir / "config.yaml").is_file() and (run_dir / "plots" / "ppo-stability.png").is_file()
+    # RFT trained on the heuristic's real episode, which the sandbox verified
+    heuristic = json.loads((run_dir / "rft" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert heuristic["policy"] == "heuristic" and heuristic["verdict"]["correct"]
+    # PPO's episodes were the actor's, with the token data training needs, rewarded by the sandbox
+    ppo = next(r for r in records(run_dir) if r["stage"] == "ppo")
+    assert ppo["episodes"] == 2 and ppo["policy_tokens"] > 0 and ppo["reward_mean"] <= -1.0
+    assert 0.5 < ppo["ratio_min"] <= ppo["ratio_mean"] <= ppo["ratio_max"] < 2.0
+    episode = json.loads(next((run_dir / "episodes" / "ppo").rglob("trajectory.json")).read_text())
+    assert episode["policy"] == "transformers" and episode["turns"][0]["response_logprobs"]
+    assert "correct_rate" in next(r for r in records(run_dir) if r["stage"] == "eval")
+
+    second = train(run_dir, env, "--set", "ppo.steps=2", "--set", "eval_episodes=0")
+    assert second.returncode == 0, second.stderr[-3000:]
+    log = (run_dir / "train.log").read_text()
+    assert "single_turn: already done" in log and "rft: already done" in log and "value: already done" in log
+    assert "ppo: resuming after step 0" in log
+    ppo_steps = [r["step"] for r in records(run_dir) if r["stage"] == "ppo"]
+    assert ppo_steps == [0, 1]
+    assert (run_dir / "checkpoints" / "ppo" / "step-1" / "actor").is_dir()
+
+
+def test_a_bad_config_is_an_error_that_names_the_key(tmp_path, env):
+    result = subprocess.run([sys.executable, "-m", "training", "train", "training/configs/toy.yaml", "--run-dir",
+                             str(tmp_path / "run"), "--set", "ppo.cliip=0.1"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "unknown key(s) ppo.cliip" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_rollouts_run_as_jobs_on_an_rq_queue_with_the_pushed_actor(tmp_path, env, monkeypatch):
+    from redis import Redis
+
+    from training.rl import config as run_config, tokens
+    from training.rl.models import base_checkpoint, load_actor, load_tokenizer
+    from training.rl.rollouts import Rollouts
+    from training.rl.tasks import load as load_tasks
+    monkeypatch.setenv("KS_CACHE_DIR", env["KS_CACHE_DIR"])
+    queue = f"test-rl-{uuid.uuid4().hex[:8]}"
+    config = run_config.override(run_config.load(ROOT / "training/configs/toy.yaml"), [
+        f"run_dir={tmp_path}", "rollouts.backend=rq", f"rollouts.queue={queue}",
+        "episode.max_turns=1", "rollouts.job_timeout_s=600"])
+    config.tasks.source = str(ROOT / config.tasks.source)
+    train_set, _ = load_tasks(config.tasks, tmp_path / "tasks")
+    base = base_checkpoint(config.model, tmp_path / "base", [t.source for t in train_set])
+    rollouts = Rollouts(config, tmp_path, load_tokenizer(base))
+    rollouts.sync(load_actor(base))
+    jobs = rollouts.enqueue(train_set[:1], "actor", [tmp_path / "episodes" / "0"])
+    worker = subprocess.run([str(Path(sys.executable).with_name("rq")), "worker", queue, "--burst", "--url",
+                             "redis://127.0.0.1:6379/0"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    try:
+        trajectory, = rollouts.gather(jobs)
+    finally:
+        Redis.from_url("redis://127.0.0.1:6379/0").delete(f"rq:queue:{queue}")
+    assert not isinstance(trajectory, str), trajectory + worker.stderr[-2000:]
+    assert trajectory.policy == "transformers" and trajectory.verdict["reward"] == -1
+    turn = trajectory.turns[0]
+    assert turn.prompt_token_ids and turn.response_token_ids and len(turn.response_logprobs) == len(
+        turn.response_token_ids)
+    sample, = tokens.samples(trajectory, rollouts.tokenizer)
+    assert sum(sample.mask) == len(turn.response_token_ids) and sample.rewards[-1] == -1

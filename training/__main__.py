@@ -1,0 +1,6 @@
+"""`python -m training`: see training.cli."""
+import sys
+
+from training.cli import main
+
+sys.exit(main())

@@ -1,0 +1,83 @@
+"""`python -m training train CONFIG.yaml [--stage single_turn|rft|value|ppo] [--set KEY=VALUE ...]`: run the
+stages of a training run (all those the config lists, or one), each resumed from its last checkpoint.
+
+    python -m training train training/configs/toy.yaml                  # the CPU toy run, every stage
+    accelerate launch -m training train training/configs/gpu.yaml --stage ppo
+
+Outputs under the config's run_dir: config.yaml (as run), tasks/ (with the train/held-out split), base/ (the
+built model), checkpoints/STAGE/step-N/, episodes/, metrics.jsonl, tensorboard/, plots/ and train.log.
+"""
+import logging
+import sys
+
+from training.rl import config as run_config
+from training.rl.config import STAGES, ConfigError
+
+EXIT_COLLAPSE = 3
+
+
+def add_arguments(parser):
+    parser.add_argument("config", help="the run's YAML config (see training/configs/)")
+    parser.add_argument("--stage", choices=STAGES, help="run only this stage (default: the config's stages)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value, e.g. --set ppo.steps=10 (repeatable)")
+    parser.add_argument("--run-dir", help="the run folder (default: the config's run_dir)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def run(args):
+    from training.rl.metrics import TrainingCollapsed
+    from training.rl.models import ModelError
+    from training.rl.rft import RFTError
+    from training.rl.rollouts import RolloutError
+    from training.rl.tasks import TaskError
+    from training.rl.tokens import TokenizationError
+    try:
+        config = run_config.override(run_config.load(args.config), args.set)
+        if args.run_dir:
+            config.run_dir = args.run_dir
+        return train(config, [args.stage] if args.stage else config.stages, args.quiet)
+    except TrainingCollapsed as exc:
+        print(f"stopped: {exc}", file=sys.stderr)
+        return EXIT_COLLAPSE
+    except (ConfigError, TaskError, ModelError, RolloutError, RFTError, TokenizationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def train(config, stages, quiet=False):
+    from training.rl import plots, ppo, rft, single_turn, value
+    from training.rl.runtime import Run
+    run = Run(config, quiet=quiet)
+    _log_to(run.dir / "train.log")
+    modules = {"single_turn": single_turn, "rft": rft, "value": value, "ppo": ppo}
+    for stage in [s for s in STAGES if s in stages]:
+        if run.stage_done(stage):
+            _say(quiet, f"{stage}: already done (checkpoints/{stage}); skipped")
+            continue
+        _say(quiet, f"{stage}: starting")
+        model = modules[stage].train(run)
+        if stage in ("rft", "ppo") and config.eval_episodes and run.accelerator.is_main_process:
+            record = run.evaluate(stage, model)
+            _say(quiet, f"{stage}: held-out correct rate {record['correct_rate']:.3f}, "
+                        f"mean reward {record.get('reward_mean', float('nan')):.3f} over {record['episodes']} episodes")
+    if run.accelerator.is_main_process:
+        written = plots.plot(run.dir)
+        _say(quiet, f"done: {run.dir} (metrics.jsonl, tensorboard/, checkpoints/" +
+             (f", {len(written)} plots in plots/)" if written else ")"))
+    return 0
+
+
+def _say(quiet, text):
+    logging.getLogger("training.rl").info(text)
+    if not quiet:
+        print(text, flush=True)
+
+
+def _log_to(path):
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("training")
+    root.setLevel(logging.INFO)
+    if not any(isinstance(h, logging.FileHandler) and h.baseFilename == str(path) for h in root.handlers):
+        root.addHandler(handler)

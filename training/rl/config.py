@@ -1,0 +1,238 @@
+"""A training run's configuration: one YAML file per run, read into dataclasses, recorded beside the outputs."""
+import dataclasses
+import typing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """The run configuration is invalid; the message names the key and what is allowed."""
+
+
+@dataclass
+class ModelConfig:
+    path: str | None = None  # a local transformers checkpoint; None: a small model built from the fields below
+    arch: str = "llama"  # llama, qwen2 or mistral (transformers' model types)
+    hidden_size: int = 64
+    layers: int = 2
+    heads: int = 4
+    intermediate_size: int = 128
+    vocab_size: int = 2048  # of the tokenizer trained on the task corpus
+    max_positions: int = 16384
+    dtype: str = "float32"  # float32 or bfloat16 (the learner's weights)
+
+
+@dataclass
+class TasksConfig:
+    source: str = ""  # a JSONL of {"name", "code"} rows (KernelBench's problems.jsonl), or a folder of .py problems
+    levels: list = field(default_factory=list)  # keep only these KernelBench levels (empty: all)
+    names: list = field(default_factory=list)  # keep only these problem names (empty: all)
+    limit: int = 0  # at most this many tasks (0: all)
+    held_out: float = 0.2  # fraction kept for evaluation, never trained on
+    min_held_out: int = 1
+
+
+@dataclass
+class EpisodeConfig:
+    device: str = "cpu"  # where kernels run: cpu (C++) or cuda
+    max_turns: int = 4
+    context_tokens: int = 16384
+    response_tokens: int = 256
+    temperature: float = 1.0
+    bash_timeout_s: float = 60.0
+    eval: dict = field(default_factory=dict)  # sandbox EvalConfig overrides (time_budget_s, compiled_baseline, ...)
+
+
+@dataclass
+class RolloutsConfig:
+    backend: str = "inprocess"  # inprocess (episodes in this process) or rq (jobs on an RQ queue)
+    workers: int = 1  # inprocess: episodes run at once (threads; generation is serialized, tools overlap)
+    queue: str = "gpu"  # rq: the queue GPU workers listen on
+    redis_url: str = ""  # rq: default REDIS_URL or redis://127.0.0.1:6379/0
+    policy: str = "transformers"  # rq: how workers reach the policy: transformers (load the pushed checkpoint)
+    #                              or openai (an endpoint serving it: agent.serve started here, or vLLM)
+    base_url: str = ""  # rq + openai: an endpoint already serving the policy (vLLM); empty: start agent.serve
+    job_timeout_s: int = 3600
+    format_penalty: float = 0.0  # reward added per turn whose tool calls could not be parsed (<= 0)
+    turn_penalty: float = 0.0  # reward added per turn (<= 0): makes long, redundant searches cost
+
+
+@dataclass
+class SingleTurnConfig:
+    steps: int = 2
+    prompts_per_step: int = 4
+    max_new_tokens: int = 256
+    lr: float = 1e-4
+
+
+@dataclass
+class RFTConfig:
+    source: str = "heuristic"  # whose trajectories: heuristic (the built-in optimizer) or policy (the actor's)
+    episodes: int = 4
+    threshold: float = 0.0  # keep trajectories whose reward is at least this
+    epochs: int = 2
+    lr: float = 1e-3
+    batch_size: int = 2
+    max_tokens: int = 16384  # longer sequences are cut (their tail)
+
+
+@dataclass
+class ValueConfig:
+    episodes: int = 4  # fresh episodes of the current actor (plus the RFT trajectories, when there are)
+    max_epochs: int = 20
+    lr: float = 1e-3
+    batch_size: int = 4
+    lam: float = 1.0  # 1.0: Monte-Carlo targets; below 1: GAE targets from the critic's own values
+    min_explained_variance: float = 0.0  # done once it stays above this ...
+    patience: int = 2  # ... for this many epochs in a row
+
+
+@dataclass
+class GuardsConfig:
+    entropy_surge: float = 2.0  # entropy above this multiple of its first value
+    ratio_max: float = 10.0  # an importance ratio above this (or below its inverse)
+    action: str = "stop"  # stop (checkpoint, then exit with an error) or warn
+
+
+@dataclass
+class PPOConfig:
+    steps: int = 2
+    episodes_per_step: int = 4
+    gamma: float = 1.0
+    lam: float = 0.95
+    clip: float = 0.2
+    value_clip: float = 0.2
+    kl_coef: float = 0.0  # KL to the reference (the actor as the stage began), in the loss; 0 loads no reference
+    entropy_coef: float = 0.0
+    value_coef: float = 1.0
+    max_grad_norm: float = 1.0
+    lr: float = 1e-5
+    critic_lr: float = 1e-4
+    epochs: int = 1  # passes over each batch
+    minibatch_size: int = 4
+    whiten_advantages: bool = True
+    guards: GuardsConfig = field(default_factory=GuardsConfig)
+
+
+@dataclass
+class RunConfig:
+    run_dir: str = "runs/run"
+    seed: int = 0
+    stages: list = field(default_factory=lambda: ["single_turn", "rft", "value", "ppo"])
+    checkpoint_every: int = 1  # steps (epochs, for RFT and value pre-training)
+    eval_episodes: int = 0  # held-out episodes after RFT and after PPO (0: no evaluation)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    critic: ModelConfig | None = None  # default: a copy of the actor's base (a separate model)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    rollouts: RolloutsConfig = field(default_factory=RolloutsConfig)
+    single_turn: SingleTurnConfig = field(default_factory=SingleTurnConfig)
+    rft: RFTConfig = field(default_factory=RFTConfig)
+    value: ValueConfig = field(default_factory=ValueConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    def to_json(self):
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data):
+        config = _build(cls, data or {}, "")
+        config.validate()
+        return config
+
+    def validate(self):
+        checks = [
+            (self.episode.device in ("cpu", "cuda"), "episode.device must be cpu or cuda"),
+            (self.rollouts.backend in ("inprocess", "rq"), "rollouts.backend must be inprocess or rq"),
+            (self.rollouts.policy in ("transformers", "openai"), "rollouts.policy must be transformers or openai"),
+            (self.rft.source in ("heuristic", "policy"), "rft.source must be heuristic or policy"),
+            (self.ppo.guards.action in ("stop", "warn"), "ppo.guards.action must be stop or warn"),
+            (set(self.stages) <= set(STAGES), f"stages must be among {', '.join(STAGES)}"),
+            (0 <= self.tasks.held_out < 1, "tasks.held_out must be in [0, 1)"),
+            (0 < self.ppo.gamma <= 1 and 0 <= self.ppo.lam <= 1, "ppo.gamma must be in (0, 1], ppo.lam in [0, 1]"),
+            (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),
+            (self.rollouts.format_penalty <= 0 and self.rollouts.turn_penalty <= 0, "penalties must be <= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+        if not self.tasks.source:
+            raise ConfigError("tasks.source is required: a JSONL of problems (name, code) or a folder of .py files")
+
+
+STAGES = ("single_turn", "rft", "value", "ppo")
+
+
+def _build(cls, data, where):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'the config'} must be a mapping, not {type(data).__name__}")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(where + k for k in unknown)}: "
+                          f"allowed are {', '.join(where + k for k in known)}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, value in data.items():
+        kind = hints[name]
+        nested = next((t for t in typing.get_args(kind) or (kind,) if dataclasses.is_dataclass(t)), None)
+        if nested is not None and value is not None:
+            values[name] = _build(nested, value, f"{where}{name}.")
+        else:
+            values[name] = _check(value, kind, where + name)
+    return cls(**values)
+
+
+def _check(value, kind, key):
+    """VALUE if it fits KIND (ints pass for floats, YAML's 1e-3 strings for floats), else a ConfigError."""
+    options = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, type(int | None)) else (kind,)
+    if value is None and type(None) in options:
+        return None
+    for option in options:
+        base = typing.get_origin(option) or option
+        if base is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            try:
+                return float(value)
+            except ValueError:
+                continue
+        if base is int and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if base in (str, bool, list, dict) and isinstance(value, base):
+            return value
+    raise ConfigError(f"{key} must be {getattr(kind, '__name__', kind)}, not {value!r}")
+
+
+def load(path):
+    """The RunConfig of the YAML file PATH."""
+    import yaml
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist: give the path of a run's YAML config (training/configs/*.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    return RunConfig.from_json(data)
+
+
+def override(config, assignments):
+    """CONFIG with KEY=VALUE assignments applied (dotted keys, YAML values), validated again."""
+    import yaml
+    data = config.to_json()
+    for item in assignments or []:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: write KEY=VALUE, e.g. --set ppo.steps=10")
+        node, parts = data, key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise ConfigError(f"--set {item!r}: {part} is not a section of the config")
+            node = node[part]
+        node[parts[-1]] = yaml.safe_load(raw)
+    return RunConfig.from_json(data)
+
+
+def dump(config, path):
+    """Record CONFIG as YAML at PATH (the run folder keeps the configuration it ran with)."""
+    import yaml
+    Path(path).write_text(yaml.safe_dump(config.to_json(), sort_keys=False))

@@ -1,0 +1,50 @@
+"""PNG plots of a run's stability and learning curves from RUN/metrics.jsonl: importance ratios, entropy, KL and
+clip fraction, rewards and correct rate, value loss and explained variance (`python -m training.rl.plots RUN`)."""
+import sys
+from pathlib import Path
+
+from training.rl.metrics import read
+
+PANELS = {
+    "stability": [("ratio_max", "ratio max"), ("ratio_mean", "ratio mean"), ("ratio_min", "ratio min"),
+                  ("entropy", "entropy"), ("clip_frac", "clip fraction"), ("approx_kl", "approx. KL")],
+    "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"), ("value_loss", "value loss"),
+                ("explained_variance", "explained variance")],
+}
+
+
+def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
+    """Write RUN/plots/STAGE-PANEL.png for every stage with records; the paths written (none without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out, written = Path(run_dir) / "plots", []
+    for stage in stages:
+        records = read(run_dir, stage)
+        for panel, series in PANELS.items():
+            present = [(key, label) for key, label in series if any(r.get(key) is not None for r in records)]
+            if not present:
+                continue
+            fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 2.8), squeeze=False)
+            for ax, (key, label) in zip(axes[0], present):
+                points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3)
+                ax.set_title(label, fontsize=9)
+                ax.set_xlabel("step", fontsize=8)
+                ax.tick_params(labelsize=7)
+            fig.suptitle(f"{Path(run_dir).name}: {stage}", fontsize=10)
+            fig.tight_layout()
+            out.mkdir(parents=True, exist_ok=True)
+            path = out / f"{stage}-{panel}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written in plot(sys.argv[1]):
+        print(written)

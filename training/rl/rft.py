@@ -1,0 +1,101 @@
+"""Stage 2, rejection fine-tuning: episodes (the heuristic optimizer's, or the actor's own), kept when their
+reward clears a threshold, then supervised fine-tuning of the actor with the loss on policy tokens only.
+
+    python -m training train CONFIG.yaml --stage rft
+
+The episodes are collected once and stored in RUN/rft/trajectories.jsonl, so a resumed stage trains on the same
+data; value pre-training reuses them.
+"""
+import json
+from pathlib import Path
+
+import torch
+
+from agent.trajectory import Trajectory
+from training.rl.gae import masked_mean
+from training.rl.metrics import Metrics, distribution
+from training.rl.ppo import token_logprobs
+from training.rl.tokens import episode_reward
+
+
+class RFTError(RuntimeError):
+    """Nothing to fine-tune on; the message says what to change."""
+
+
+def keep(trajectories, threshold):
+    """The trajectories whose episode reward is at least THRESHOLD."""
+    return [t for t in trajectories if episode_reward(t) >= threshold]
+
+
+def sft_loss(model, batch):
+    """Mean negative log-likelihood of the policy tokens (prompts and tool results carry no loss)."""
+    logprobs, _ = token_logprobs(model, batch)
+    return -masked_mean(logprobs, batch.mask)
+
+
+def trajectories_file(run):
+    return run.dir / "rft" / "trajectories.jsonl"
+
+
+def load_trajectories(path):
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [Trajectory.from_json(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def collect(run, actor=None):
+    """The stage's episodes: read back when stored, else run on the training tasks and stored."""
+    path = trajectories_file(run)
+    stored = load_trajectories(path)
+    if stored:
+        return stored
+    cfg = run.config.rft
+    rollouts = run.rollouts()
+    if cfg.source == "policy":
+        rollouts.sync(actor, run.accelerator)
+    trajectories = rollouts.collect(run.train_tasks(cfg.episodes, 0), "actor" if cfg.source == "policy"
+                                    else "heuristic", run.episodes_dir("rft", 0))
+    rollouts.stop_server()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(t.to_json()) + "\n" for t in trajectories))
+    tmp.rename(path)
+    return trajectories
+
+
+def train(run):
+    cfg, acc = run.config.rft, run.accelerator
+    actor = run.actor("rft")
+    trajectories = collect(run, actor)
+    kept = keep(trajectories, cfg.threshold)
+    if not kept:
+        rewards = sorted(episode_reward(t) for t in trajectories)
+        raise RFTError(f"no trajectory of {len(trajectories)} reached rft.threshold {cfg.threshold} (rewards "
+                       f"{rewards}): lower the threshold or collect more episodes (rft.episodes)")
+    samples = run.samples(kept)
+    optimizer = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
+    actor, optimizer = acc.prepare(actor, optimizer)
+    start, _ = run.resume("rft", {"actor": optimizer})
+    metrics = Metrics(run.dir, "rft")
+    for epoch in run.progress(range(start, cfg.epochs), "rft", cfg.epochs, start):
+        order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(run.config.seed + epoch))
+        losses, norms = [], []
+        for i in range(0, len(samples), cfg.batch_size):
+            batch = run.batch(samples=[samples[j] for j in order[i:i + cfg.batch_size].tolist()])
+            loss = sft_loss(actor, batch)
+            optimizer.zero_grad()
+            acc.backward(loss)
+            norms.append(float(acc.clip_grad_norm_(actor.parameters(), run.config.ppo.max_grad_norm)))
+            optimizer.step()
+            losses.append(loss.item())
+        record = {"loss": sum(losses) / len(losses), "grad_norm": sum(norms) / len(norms),
+                  "collected": len(trajectories), "kept": len(kept), "kept_fraction": len(kept) / len(trajectories),
+                  "policy_tokens": sum(sum(s.mask) for s in samples), **distribution("kept_reward",
+                                                                                    [episode_reward(t) for t in kept])}
+        if acc.is_main_process:
+            metrics.log(epoch, record)
+        if (epoch + 1) % run.config.checkpoint_every == 0 or epoch + 1 == cfg.epochs:
+            run.save("rft", epoch, {"actor": actor}, {"actor": optimizer})
+    metrics.close()
+    return acc.unwrap_model(actor)

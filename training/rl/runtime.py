@@ -1,0 +1,130 @@
+"""A run: its folder, config record, accelerator, tasks, tokenizer, models per stage, resume and common plumbing
+shared by the stages (each stage module keeps only its algorithm)."""
+import logging
+import random
+from pathlib import Path
+
+import torch
+
+from training.rl import checkpoints, config as run_config, models, tasks as run_tasks, tokens
+from training.rl.config import STAGES
+
+TOTALS = {"single_turn": lambda c: c.single_turn.steps, "rft": lambda c: c.rft.epochs,
+          "value": lambda c: c.value.max_epochs, "ppo": lambda c: c.ppo.steps}
+
+
+class Run:
+    def __init__(self, config, quiet=False):
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()  # the stages' own bars say what is going on
+        self.config, self.quiet = config, quiet
+        self.dir = Path(config.run_dir).resolve()
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        set_seed(config.seed)
+        self.log = logging.LoggerAdapter(logging.getLogger("training.rl"), {"run": self.dir.name})
+        with self.accelerator.main_process_first():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.accelerator.is_main_process:
+                run_config.dump(config, self.dir / "config.yaml")
+            self.train_set, self.held_out = run_tasks.load(config.tasks, self.dir / "tasks", config.seed)
+            self.base = models.base_checkpoint(config.model, self.dir / "base",
+                                               [t.source for t in self.train_set + self.held_out], config.seed)
+        self.tokenizer = models.load_tokenizer(self.base)
+
+    # -- models -------------------------------------------------------------------------------------------------
+    def actor(self, stage):
+        """The actor STAGE trains: its own last checkpoint, else the last one an earlier stage left, else the base."""
+        path = checkpoints.model_from(self.dir, "actor", STAGES[:STAGES.index(stage) + 1]) or self.base
+        self.log.info("%s: actor from %s", stage, path)
+        return models.load_actor(path, self.config.model.dtype)
+
+    def critic(self, stage):
+        path = checkpoints.model_from(self.dir, "critic", STAGES[:STAGES.index(stage) + 1])
+        base = (self.config.critic.path if self.config.critic and self.config.critic.path else None) or self.base
+        self.log.info("%s: critic from %s", stage, path or base)
+        return models.ValueModel.from_pretrained(path or base, self.config.model.dtype)
+
+    def reference(self):
+        """The frozen actor PPO started from (for the KL term)."""
+        path = checkpoints.model_from(self.dir, "actor", STAGES[:STAGES.index("ppo")]) or self.base
+        ref = models.load_actor(path, self.config.model.dtype).to(self.accelerator.device).eval()
+        ref.requires_grad_(False)
+        return ref
+
+    # -- resume and checkpoints ---------------------------------------------------------------------------------
+    def resume(self, stage, optimizers):
+        """(first step to run, saved state) of STAGE: 0 and {} for a fresh stage. The models were loaded from the
+        same checkpoint by actor()/critic(); optimizers and random states are restored here."""
+        folder = checkpoints.latest(self.dir, stage)
+        if folder is None:
+            return 0, {}
+        checkpoints.restore_optimizers(folder, optimizers)
+        checkpoints.restore_rng(folder)
+        state = checkpoints.state(folder)
+        self.log.info("%s: resuming after step %d from %s", stage, state["step"], folder)
+        return state["step"] + 1, state
+
+    def save(self, stage, step, models_, optimizers, extra=None):
+        return checkpoints.save(self.dir, stage, step, self.accelerator, models_, optimizers,
+                                {"total": TOTALS[stage](self.config), **(extra or {})})
+
+    def stage_done(self, stage):
+        folder = checkpoints.latest(self.dir, stage)
+        if folder is None:
+            return False
+        state = checkpoints.state(folder)
+        return bool(state.get("converged")) or state["step"] + 1 >= TOTALS[stage](self.config)
+
+    # -- data -----------------------------------------------------------------------------------------------------
+    def rollouts(self):
+        from training.rl.rollouts import Rollouts
+        return Rollouts(self.config, self.dir, self.tokenizer, self.accelerator.device)
+
+    def train_tasks(self, n, step, pool=None):
+        """N tasks for STEP (a seeded draw, the same on resume), this process's share of them."""
+        pool = pool or self.train_set
+        rng = random.Random(self.config.seed * 100_003 + step)
+        chosen = rng.sample(pool, n) if n <= len(pool) else [rng.choice(pool) for _ in range(n)]
+        acc = self.accelerator
+        return chosen[acc.process_index::acc.num_processes] or chosen[:1]
+
+    def episodes_dir(self, stage, step):
+        return self.dir / "episodes" / stage / f"step-{step}" / f"rank-{self.accelerator.process_index}"
+
+    def samples(self, trajectories):
+        r = self.config.rollouts
+        return [s for t in trajectories for s in tokens.samples(t, self.tokenizer, self.config.episode.context_tokens,
+                                                                 r.format_penalty, r.turn_penalty)]
+
+    def batch(self, trajectories=None, samples=None):
+        samples = samples if samples is not None else self.samples(trajectories)
+        return tokens.Batch.collate(samples, self.tokenizer.pad_token_id).to(self.accelerator.device)
+
+    def progress(self, iterable, stage, total, start):
+        from tqdm.auto import tqdm
+        return tqdm(iterable, desc=stage, total=total - start if total > start else 0, initial=0,
+                    disable=self.quiet or not self.accelerator.is_main_process)
+
+    # -- evaluation -------------------------------------------------------------------------------------------------
+    def evaluate(self, after, actor):
+        """Correct rate and rewards of the actor on held-out tasks (logged as stage 'eval'); the record."""
+        from training.rl.metrics import Metrics, episode_stats
+        n = self.config.eval_episodes
+        held = self.held_out or self.train_set
+        chosen = [held[i % len(held)] for i in range(n)]
+        rollouts = self.rollouts()
+        rollouts.sync(actor, self.accelerator)
+        step = len([r for r in _records(self.dir) if r["stage"] == "eval"])
+        trajectories = rollouts.collect(chosen, "actor", self.dir / "episodes" / "eval" / f"{step}-{after}")
+        rollouts.stop_server()
+        metrics = Metrics(self.dir, "eval")
+        record = metrics.log(step, {"after": after, **episode_stats(trajectories)})
+        metrics.close()
+        return record
+
+
+def _records(run_dir):
+    from training.rl.metrics import read
+    return read(run_dir)

@@ -1,0 +1,77 @@
+"""The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl, or synthesized tasks) or a folder
+of .py files, written under RUN/tasks/ and split once into training and held-out sets."""
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class TaskError(ValueError):
+    """The task source is missing, malformed or empty; the message says what to fix."""
+
+
+@dataclass
+class Task:
+    name: str
+    path: str
+
+    @property
+    def source(self):
+        return Path(self.path).read_text()
+
+
+def _rows(source):
+    path = Path(source)
+    if path.is_dir():
+        return [{"name": p.stem, "code": p.read_text()} for p in sorted(path.glob("*.py"))]
+    if not path.is_file():
+        raise TaskError(f"tasks.source {path} does not exist: give a JSONL of problems or a folder of .py files")
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{path}:{number} is not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("code"), str) or not row.get("name"):
+            raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\"")
+        rows.append(row)
+    return rows
+
+
+def load(config, folder, seed=0):
+    """(train, held_out) lists of Task, written as FOLDER/NAME.py. The split is recorded in FOLDER/split.json
+    and reused, so a resumed run never trains on a held-out task."""
+    folder = Path(folder)
+    split_file = folder / "split.json"
+    if split_file.is_file():
+        split = json.loads(split_file.read_text())
+        return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+                [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
+    rows = _rows(config.source)
+    if config.levels:
+        rows = [r for r in rows if r.get("level") in config.levels]
+    if config.names:
+        rows = [r for r in rows if r["name"] in config.names]
+    if config.limit:
+        rows = rows[:config.limit]
+    if not rows:
+        raise TaskError(f"no task left in {config.source} after the levels/names/limit filters")
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for row in rows:
+        name = re.sub(r"[^A-Za-z0-9_]+", "_", str(row["name"]))
+        (folder / f"{name}.py").write_text(row["code"])
+        names.append(name)
+    order = names[:]
+    random.Random(seed).shuffle(order)
+    n_held = min(len(order) - 1, max(config.min_held_out, round(len(order) * config.held_out))) \
+        if config.held_out > 0 else 0
+    split = {"train": order[n_held:], "held_out": order[:n_held]}
+    if not split["train"]:
+        split["train"] = split["held_out"]  # a single task: train and evaluate on it (a toy run)
+    split_file.write_text(json.dumps(split, indent=1))
+    return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+            [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])

@@ -1,0 +1,1 @@
+"""Task synthesis: seeds crawled from PyTorch and transformers, stacked into fused problems, filtered by execution."""
