@@ -1,0 +1,67 @@
+"""`manage.py gpuworkers [QUEUE ...] [--gpus 0,1]`: one RQ worker per GPU, each seeing only its own, stopped together."""
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from studio.management.commands.runstudio import Command as RunStudio
+
+
+def visible_gpus() -> list[tuple[str, str]]:
+    """(index, UUID) of every GPU this host or container sees, from nvidia-smi: the parent never touches CUDA."""
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CommandError(f"nvidia-smi failed ({e}): give this container GPUs (compose: "
+                           f"deploy.resources.reservations.devices) or name them with --gpus") from None
+    if proc.returncode:
+        raise CommandError(f"nvidia-smi failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return [tuple(field.strip() for field in line.split(",", 1)) for line in proc.stdout.splitlines() if "," in line]
+
+
+def parse_gpus(text: str) -> list[tuple[str, str]]:
+    """--gpus "0,1" or "GPU-<uuid>,...": (label, what CUDA_VISIBLE_DEVICES gets) for each."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items or len(set(items)) != len(items):
+        raise CommandError(f"--gpus {text!r}: name each GPU once, by index or UUID, separated by commas")
+    return [(item if item.isdigit() else str(position), item) for position, item in enumerate(items)]
+
+
+class Command(RunStudio):
+    help = "Run one RQ worker per GPU, CUDA_VISIBLE_DEVICES set to that GPU alone, until one of them stops."
+    # Only supervise() is shared with runstudio; the database and Redis are up before workers start.
+    requires_system_checks = "__all__"
+
+    def add_arguments(self, parser):
+        parser.add_argument("queues", nargs="*", help="queues every worker serves (default: gpu)")
+        parser.add_argument("--gpus", help="comma-separated GPU indices or UUIDs (default: every GPU nvidia-smi lists)")
+
+    def handle(self, *args, queues=(), gpus=None, **options):
+        queues = list(queues) or ["gpu"]
+        unknown = [queue for queue in queues if queue not in settings.RQ_QUEUES]
+        if unknown:
+            raise CommandError(f"no queue named {', '.join(unknown)}: choose from {', '.join(settings.RQ_QUEUES)}")
+        devices = parse_gpus(gpus) if gpus else visible_gpus()
+        if not devices:
+            raise CommandError("nvidia-smi lists no GPU: give this container GPUs or name them with --gpus")
+        self.supervise(self.start_workers(devices, queues))
+
+    def start_workers(self, devices, queues) -> dict[str, subprocess.Popen]:
+        host = socket.gethostname()
+        children = {}
+        for label, device in devices:
+            # A UUID names the GPU whatever the CUDA enumeration order; the suffix keeps a restarted worker
+            # from being refused while the registration of the one it replaces has not expired.
+            name = f"{host}-gpu{label}-{secrets.token_hex(3)}"
+            command = [sys.executable, "manage.py", "rqworker", *queues, "--name", name]
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": device}
+            children[name] = subprocess.Popen(command, cwd=settings.BASE_DIR, env=env, start_new_session=True)
+            self.stdout.write(f"{name}: rqworker {' '.join(queues)} on GPU {device}")
+        self.stdout.flush()
+        return children
