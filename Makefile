@@ -15,11 +15,15 @@ $(STAMP): pyproject.toml package.json package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,embedded]"
+	@# The browser tests drive Debian's Chromium (no browser download is possible); install it where we may.
+	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
+		echo "no Chromium: tests/e2e will skip (install Debian's chromium package)"
 	npm ci --no-audit --no-fund --loglevel=error
 	$(PY) -m studio.vendor
 	touch $(STAMP)
-	$(MAKE) migrate
+# No migrate in setup: on a fresh machine PostgreSQL may not run until runstudio starts an embedded one (it migrates).
 
 migrate:
 	$(PY) manage.py ensuredb && $(PY) manage.py migrate --noinput

@@ -61,24 +61,28 @@ def events_after(run_id, seq):
     return [e.to_message() for e in RunEvent.objects.filter(run_id=run_id, seq__gt=seq).order_by("seq")]
 
 
-def record_version(run_id, files, verdict):
-    """Store a verified solution of a run as a KernelVersion; the best so far becomes the run's best_version."""
+def record_version(run_id, files, verdict, parent=None, author="agent"):
+    """Store a solution of a run as a KernelVersion (the agent's, or a person's kept edit with AUTHOR); a correct
+    one that beats the best so far becomes the run's best_version."""
     from studio.models import KernelVersion
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("best_version").get(pk=run_id)
         version = KernelVersion.objects.create(problem_id=run.problem_id, run=run, files=files, verdict=verdict,
-                                               parent=run.best_version)
+                                               parent=parent or run.best_version, author=author,
+                                               human_edit=author != "agent")
         if _better(verdict, run.best_version.verdict if run.best_version else None):
             run.best_version = version
             run.save(update_fields=["best_version"])
         append_event(run_id, "version", {"version": version.pk, "status": verdict.get("status"),
                                          "reward": verdict.get("reward"), "runtime_ms": verdict.get("runtime_ms"),
                                          "eager_ms": verdict.get("eager_ms"), "compiled_ms": verdict.get("compiled_ms"),
-                                         "best": run.best_version_id == version.pk})
+                                         "best": run.best_version_id == version.pk, "author": author})
     return version
 
 
 def _better(verdict, best):
+    if not verdict.get("correct", verdict.get("status") == "ok"):
+        return False  # a kept edit that fails is stored, never the best
     if best is None:
         return True
     key = lambda v: (v.get("reward", -1), -(v.get("runtime_ms") or float("inf")))  # noqa: E731
@@ -97,3 +101,62 @@ def finish_run(run_id, trajectory, error=""):
             problem.eager_ms, problem.compiled_ms = verdict["eager_ms"], verdict.get("compiled_ms")
             problem.save(update_fields=["eager_ms", "compiled_ms"])
     set_status(run_id, Run.Status.FAILED if error else Run.Status.SUCCEEDED, error=error)
+
+
+VERDICT_KEYS = ("status", "correct", "reward", "runtime_ms", "eager_ms", "compiled_ms", "speedup_vs_eager",
+                "speedup_vs_compiled", "max_abs_error", "violations", "trials", "compile_s")
+
+
+def evaluation_message(evaluation, log_chars=8000):
+    """An evaluation as streamed: who, which version, where it stands, and the verdict's figures and log."""
+    verdict = evaluation.verdict and {k: evaluation.verdict.get(k) for k in VERDICT_KEYS}
+    if verdict is not None:
+        log = evaluation.verdict.get("log") or ""
+        verdict["log"] = log if len(log) <= log_chars else log[:log_chars] + f"\n[... {len(log) - log_chars} more characters]"
+    return {"evaluation": evaluation.pk, "version": evaluation.base_id, "by": evaluation.owner.get_username(),
+            "status": evaluation.status, "error": evaluation.error, "verdict": verdict}
+
+
+def queue_evaluation(owner, base, files, enqueue):
+    """Store an edit of BASE to evaluate, announce it on the run's stream, and ENQUEUE(evaluation_id) -> job id."""
+    from studio.models import Evaluation
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(owner=owner, base=base, run_id=base.run_id, files=files)
+        append_event(base.run_id, "evaluation", evaluation_message(evaluation))
+    evaluation.job_id = enqueue(evaluation.pk)
+    evaluation.save(update_fields=["job_id"])
+    return evaluation
+
+
+def set_evaluation(evaluation_id, status, verdict=None, error=""):
+    """Move an evaluation to STATUS with its verdict (or the reason there is none); stored, then streamed."""
+    from studio.models import Evaluation
+    with transaction.atomic():
+        evaluation = Evaluation.objects.select_for_update(of=("self",)).select_related("owner").get(pk=evaluation_id)
+        evaluation.status, evaluation.error = status, error
+        if verdict is not None:
+            evaluation.verdict = verdict
+        evaluation.save(update_fields=["status", "verdict", "error"])
+        append_event(evaluation.run_id, "evaluation", evaluation_message(evaluation))
+    log.info("evaluation %s: %s%s", evaluation_id, status, f" ({error})" if error else "")
+    return evaluation
+
+
+def keep_evaluation(evaluation_id):
+    """Keep an evaluated edit as a new version of its run, marked as its author's, with its verdict (once)."""
+    from studio.models import Evaluation
+    with transaction.atomic():
+        evaluation = Evaluation.objects.select_for_update(of=("self",)).select_related("owner").get(pk=evaluation_id)
+        if evaluation.kept_version_id:
+            return evaluation.kept_version
+        if evaluation.status != Evaluation.Status.DONE:
+            raise NotEvaluated(f"evaluation {evaluation_id} is {evaluation.status}: keep an edit once it has a verdict")
+        version = record_version(evaluation.run_id, evaluation.files, evaluation.verdict, parent=evaluation.base,
+                                 author=evaluation.owner.get_username())
+        evaluation.kept_version = version
+        evaluation.save(update_fields=["kept_version"])
+    return version
+
+
+class NotEvaluated(Exception):
+    """An edit was to be kept before its verdict arrived."""

@@ -58,8 +58,9 @@ def run_episode(run_id):
     from sandbox import EvalConfig
     from studio import actions
     from studio.models import Run
+    from studio.serving import policy_for
 
-    run = Run.objects.select_related("problem").get(pk=run_id)
+    run = Run.objects.select_related("problem", "start_version").get(pk=run_id)
     if run.status != Run.Status.QUEUED:
         log.info("run %s: not queued (%s), nothing to do", run_id, run.status)
         return
@@ -77,9 +78,12 @@ def run_episode(run_id):
                 raise RunCancelled()
 
         config = EpisodeConfig(device=run.device, max_turns=run.max_turns, eval=EvalConfig(device=run.device))
+        start_files = run.start_version.files if run.start_version else None
         try:
-            policy = make_policy(run.policy, **settings.KS_POLICY_OPTIONS)
-            trajectory = Episode(problem_path, policy, workspace, config, on_turn=on_turn).run()
+            backend, options = policy_for(run.policy)
+            policy = make_policy(backend, **options)
+            trajectory = Episode(problem_path, policy, workspace, config, on_turn=on_turn,
+                                 start_files=start_files).run()
         except RunCancelled:
             log.info("run %s: cancelled", run_id)
             return
@@ -120,3 +124,235 @@ def package_version(version_id):
     KernelVersion.objects.filter(pk=version_id).update(package=package, package_error="")
     log.info("version %s packaged: %s", version_id, package)
     return package
+
+
+def evaluate_edit(evaluation_id):
+    """Evaluate a person's edit in the sandbox on this worker; the verdict is stored, then streamed to the run."""
+    import sandbox
+    from sandbox import EvalConfig
+    from sandbox.errors import SandboxError
+    from studio import actions
+    from studio.models import Evaluation
+
+    evaluation = Evaluation.objects.select_related("run__problem").get(pk=evaluation_id)
+    if evaluation.status != Evaluation.Status.QUEUED:
+        return {"status": evaluation.status}
+    actions.set_evaluation(evaluation_id, Evaluation.Status.RUNNING)
+    run = evaluation.run
+    with tempfile.TemporaryDirectory(prefix=f"ks-edit-{evaluation_id}-") as tmp:
+        problem = Path(tmp) / f"{run.problem.name}.py"
+        problem.write_text(run.problem.source, encoding="utf-8")
+        workspace = Path(tmp) / "workspace"
+        for rel, text in evaluation.files.items():
+            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / rel).write_text(text, encoding="utf-8")
+        try:
+            verdict = sandbox.evaluate(problem, workspace, EvalConfig(device=run.device)).to_json()
+        except SandboxError as exc:
+            # A solution the sandbox cannot even load (no ModelNew, say) is the edit's verdict, not a crash.
+            verdict = sandbox.Verdict(status="load_error", log=str(exc), device=run.device).to_json()
+        except Exception as exc:
+            actions.set_evaluation(evaluation_id, Evaluation.Status.FAILED,
+                                   error=f"the evaluation crashed: {type(exc).__name__}: {exc}")
+            raise
+    verdict.pop("profile", None)
+    actions.set_evaluation(evaluation_id, Evaluation.Status.DONE, verdict=verdict)
+    return {"status": verdict["status"], "reward": verdict["reward"]}
+
+
+def _evaluation_progress(evaluation_id, folder, total):
+    """Store how far the evaluation's folder has come (its results.jsonl); the page reads the database only."""
+    from training.evaluation.results import ResultsFile
+    from studio.models import BenchEvaluation
+    results = ResultsFile(Path(folder) / "results.jsonl").read().values() if Path(folder).exists() else []
+    progress = {"done": len(results), "total": total, "correct": sum(r.correct for r in results)}
+    BenchEvaluation.objects.filter(pk=evaluation_id).update(progress=progress)
+
+
+def run_bench_evaluation(evaluation_id, poll_s=2.0):
+    """A KernelBench evaluation through `python -m training evaluate`, here in-process; progress stored as it goes."""
+    import json
+    import shlex
+    import threading
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from training.cli import main as training_main
+    from training.evaluation import problems as problem_source
+    from studio.models import BenchEvaluation
+
+    evaluation = BenchEvaluation.objects.get(pk=evaluation_id)
+    if evaluation.status != BenchEvaluation.Status.QUEUED:
+        return {"status": evaluation.status}
+    folder = settings.KS_EVALUATIONS_DIR / str(evaluation.pk)
+    BenchEvaluation.objects.filter(pk=evaluation_id).update(status=BenchEvaluation.Status.RUNNING, folder=str(folder),
+                                                            started_at=timezone.now())
+    argv = ["evaluate", "--problems", str(settings.KS_KERNELBENCH_PROBLEMS), "--levels", evaluation.levels,
+            "--policy", evaluation.policy, "--device", evaluation.device, "--out", str(folder), "--resume",
+            "--in-process", "-q", *shlex.split(settings.KS_EVALUATION_ARGS)]
+    if evaluation.model:
+        argv += ["--model", evaluation.model]
+    if evaluation.limit:
+        argv += ["--limit", str(evaluation.limit)]
+    setting = evaluation.sandbox or "strict"
+    argv += ["--compare", setting] if "," in setting else ["--sandbox", setting]
+    try:
+        chosen = problem_source.select(problem_source.read_problems(settings.KS_KERNELBENCH_PROBLEMS),
+                                       problem_source.parse_levels(evaluation.levels), None, None, evaluation.limit,
+                                       None)
+    except problem_source.ProblemsError as exc:
+        BenchEvaluation.objects.filter(pk=evaluation_id).update(status=BenchEvaluation.Status.FAILED, error=str(exc),
+                                                                finished_at=timezone.now())
+        return {"error": str(exc)}
+    stop = threading.Event()
+
+    def follow():
+        try:
+            while not stop.wait(poll_s):
+                _evaluation_progress(evaluation_id, folder, len(chosen))
+        finally:
+            connection.close()  # this thread's own connection
+
+    follower = threading.Thread(target=follow, name=f"evaluation-{evaluation_id}-progress", daemon=True)
+    follower.start()
+    try:
+        code = training_main(argv)
+    except SystemExit as exc:  # argparse refused a flag (from KS_EVALUATION_ARGS): its message is in the log
+        code = exc.code
+    except Exception as exc:
+        BenchEvaluation.objects.filter(pk=evaluation_id).update(
+            status=BenchEvaluation.Status.FAILED, error=f"the evaluation crashed: {type(exc).__name__}: {exc}",
+            finished_at=timezone.now())
+        raise
+    finally:
+        stop.set()
+        follower.join()
+    _evaluation_progress(evaluation_id, folder, len(chosen))
+    metrics_file = folder / "metrics.json"
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
+    done = code == 0 and metrics is not None
+    BenchEvaluation.objects.filter(pk=evaluation_id).update(
+        status=BenchEvaluation.Status.DONE if done else BenchEvaluation.Status.FAILED, metrics=metrics,
+        error="" if done else f"`python -m training {shlex.join(argv)}` ended with status {code}; "
+                              f"see the worker's log", finished_at=timezone.now())
+    log.info("KernelBench evaluation %s: exit %s", evaluation_id, code)
+    return {"status": "done" if done else "failed"}
+
+
+def run_synthesis(synthesis_id):
+    """A task-synthesis run through `python -m training synthesize`, here in-process; its files are its progress."""
+    import json
+    import shlex
+
+    from django.utils import timezone
+
+    from training.cli import main as training_main
+    from training.synthesis.dataset import paths
+    from studio.models import SynthesisRun
+
+    run = SynthesisRun.objects.get(pk=synthesis_id)
+    if run.status != SynthesisRun.Status.QUEUED:
+        return {"status": run.status}
+    dataset = settings.KS_SYNTHESIS_DIR / str(run.pk) / "tasks.jsonl"
+    dataset.parent.mkdir(parents=True, exist_ok=True)
+    SynthesisRun.objects.filter(pk=synthesis_id).update(status=SynthesisRun.Status.RUNNING, dataset=str(dataset),
+                                                        started_at=timezone.now())
+    argv = ["synthesize", "--count", str(run.count), "--device", run.device, "--workers", str(run.workers),
+            "--out", str(dataset), "--no-progress", *shlex.split(settings.KS_SYNTHESIS_ARGS)]
+    try:
+        code = training_main(argv)
+    except SystemExit as exc:  # argparse refused a flag (from KS_SYNTHESIS_ARGS): its message is in the log
+        code = exc.code
+    except Exception as exc:
+        SynthesisRun.objects.filter(pk=synthesis_id).update(
+            status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {type(exc).__name__}: {exc}",
+            finished_at=timezone.now())
+        raise
+    summary_file = paths(dataset)["summary"]
+    summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
+    # Exit 1: fewer tasks kept than asked (out of attempts or time); what was kept is still a dataset.
+    done = code in (0, 1) and summary is not None
+    error = "" if code == 0 else (f"kept {summary['kept']} of {run.count} asked" if done else
+                                  f"`python -m training {shlex.join(argv)}` ended with status {code}; see the "
+                                  f"worker's log")
+    SynthesisRun.objects.filter(pk=synthesis_id).update(
+        status=SynthesisRun.Status.DONE if done else SynthesisRun.Status.FAILED, summary=summary, error=error,
+        finished_at=timezone.now())
+    log.info("synthesis run %s: exit %s", synthesis_id, code)
+    return {"status": "done" if done else "failed"}
+
+
+def _training_progress(training_id, folder):
+    """Store the newest metrics record and its stage; the list page reads the database only."""
+    from studio.datasets import rows_of
+    from studio.models import TrainingRun
+    records = rows_of(Path(folder) / "metrics.jsonl")
+    if records:
+        TrainingRun.objects.filter(pk=training_id).update(last_metrics=records[-1],
+                                                          current_stage=records[-1].get("stage", ""))
+
+
+def run_training(training_id, poll_s=2.0):
+    """An RL training run through `python -m training train`, here in-process, into its run folder; a re-queued run
+    (resume) goes on in the same folder, where every stage resumes from its last checkpoint."""
+    import contextlib
+    import io
+    import shlex
+    import threading
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from training.cli import main as training_main
+    from studio.models import TrainingRun
+
+    run = TrainingRun.objects.get(pk=training_id)
+    if run.status != TrainingRun.Status.QUEUED:
+        return {"status": run.status}
+    folder = settings.KS_TRAINING_DIR / str(run.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "submitted.yaml"  # the run folder's config.yaml is the training package's record, as run
+    config.write_text(run.config, encoding="utf-8")
+    TrainingRun.objects.filter(pk=training_id).update(status=TrainingRun.Status.RUNNING, folder=str(folder),
+                                                      error="", started_at=timezone.now(), finished_at=None)
+    argv = ["train", str(config), "--run-dir", str(folder), "-q"]
+    for item in run.overrides:
+        argv += ["--set", item]
+    if run.stage:
+        argv += ["--stage", run.stage]
+    stop = threading.Event()
+
+    def follow():
+        try:
+            while not stop.wait(poll_s):
+                _training_progress(training_id, folder)
+        finally:
+            connection.close()  # this thread's own connection
+
+    follower = threading.Thread(target=follow, name=f"training-{training_id}-progress", daemon=True)
+    follower.start()
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            code = training_main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    except Exception as exc:
+        TrainingRun.objects.filter(pk=training_id, status=TrainingRun.Status.RUNNING).update(
+            status=TrainingRun.Status.FAILED, error=f"the training run crashed: {type(exc).__name__}: {exc}",
+            finished_at=timezone.now())
+        raise
+    finally:
+        stop.set()
+        follower.join()
+    _training_progress(training_id, folder)
+    said = [line for line in stderr.getvalue().splitlines() if line.startswith(("error:", "stopped:"))]
+    error = "" if code == 0 else (said[-1] if said else f"`python -m training {shlex.join(argv)}` ended with "
+                                                         f"status {code}; see the worker's log")
+    # Only a run still marked running is closed here: one stopped from the studio meanwhile stays stopped.
+    TrainingRun.objects.filter(pk=training_id, status=TrainingRun.Status.RUNNING).update(
+        status=TrainingRun.Status.DONE if code == 0 else TrainingRun.Status.FAILED, error=error,
+        finished_at=timezone.now())
+    log.info("training run %s: exit %s", training_id, code)
+    return {"status": "done" if code == 0 else "failed", "exit": code}

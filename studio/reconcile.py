@@ -1,51 +1,29 @@
-"""Runs whose worker died: RQ shows their job as started for minutes (forever with no worker left), so runs
-that claim to be queued or running are checked against the workers actually alive, and closed with the reason."""
+"""Runs, evaluations of edits, KernelBench evaluations, synthesis runs and training runs whose worker died: RQ shows
+their job as started for minutes (forever with no worker left), so those that claim to be queued or running are
+checked against the workers alive, and closed."""
 import logging
-import os
-import socket
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
-from rq import Worker
+from django.utils import timezone as django_timezone
 
 from studio import actions, queues
-from studio.models import Run
+from studio.models import BenchEvaluation, Evaluation, Run, SynthesisRun, TrainingRun
+from training.evaluation.queues import live_workers
 
 log = logging.getLogger(__name__)
 HEARTBEAT_GRACE = timedelta(seconds=60)
-
-
-def _process_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _live_workers(connection, grace):
-    """Names of workers that are alive: on this host by their pid, elsewhere by a recent heartbeat (a busy
-    worker beats about every 30 s)."""
-    now = datetime.now(timezone.utc)
-    here = socket.gethostname()
-    live = set()
-    for worker in Worker.all(connection=connection):
-        if worker.hostname == here and worker.pid:
-            if _process_alive(worker.pid):
-                live.add(worker.name)
-            continue
-        beat = worker.last_heartbeat
-        if beat is not None and beat.tzinfo is None:
-            beat = beat.replace(tzinfo=timezone.utc)
-        if beat is None or now - beat <= grace:
-            live.add(worker.name)
-    return live
+# Staff jobs whose rows carry status, error and finished_at (their job writes them; nothing streams them).
+STAFF_JOBS = (BenchEvaluation, SynthesisRun, TrainingRun)
 
 
 def reason_to_fail(run, live):
     """Why RUN can no longer finish, or None while it may."""
-    job = queues.fetch(run.job_id) if run.job_id else None
+    return _job_cannot_finish(run.job_id, live, ended_early=run.status != Run.Status.QUEUED)
+
+
+def _job_cannot_finish(job_id, live, ended_early=True):
+    """Why the job JOB_ID will never close what it works on, or None while it may."""
+    job = queues.fetch(job_id) if job_id else None
     if job is None:
         return "its job is gone from the queue (was Redis restarted?)"
     status = job.get_status()
@@ -55,18 +33,37 @@ def reason_to_fail(run, live):
         return f"its job {status}" + (f": {detail[0]}" if detail else "")
     if status == "started" and job.worker_name and job.worker_name not in live:
         return f"its worker {job.worker_name} stopped answering"
-    if status == "finished" and run.status != Run.Status.QUEUED:
-        return "its job ended without closing the run"
+    if status == "finished" and ended_early:
+        return "its job ended without closing it"
     return None
 
 
 def reconcile(grace=HEARTBEAT_GRACE):
-    """Close every run that can no longer finish; returns how many were closed."""
+    """Close every run, evaluation and staff job that can no longer finish; returns how many were closed."""
     pending = list(Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]))
-    if not pending:
+    # An evaluation's job id is saved just after enqueueing: one without it yet is not judged.
+    evaluations = list(Evaluation.objects.filter(status__in=[Evaluation.Status.QUEUED, Evaluation.Status.RUNNING])
+                       .exclude(job_id=""))
+    # A staff job's id is saved just after enqueueing (and cleared on resume): one without it is not judged.
+    staff = [row for model in STAFF_JOBS for row in model.objects.filter(
+        status__in=[model.Status.QUEUED, model.Status.RUNNING]).exclude(job_id="")]
+    if not pending and not evaluations and not staff:
         return 0
-    live = _live_workers(queues.queue_for("cpu").connection, grace)
+    live = live_workers(queues.queue_for("cpu").connection, grace)
     closed = 0
+    for evaluation in evaluations:
+        reason = _job_cannot_finish(evaluation.job_id, live)
+        if reason and Evaluation.objects.filter(pk=evaluation.pk, status=evaluation.status).exists():
+            log.warning("evaluation %s failed: %s", evaluation.pk, reason)
+            actions.set_evaluation(evaluation.pk, Evaluation.Status.FAILED, error=reason)
+            closed += 1
+    for row in staff:
+        reason = _job_cannot_finish(row.job_id, live)
+        model = type(row)
+        if reason and model.objects.filter(pk=row.pk, status=row.status, job_id=row.job_id).update(
+                status=model.Status.FAILED, error=reason, finished_at=django_timezone.now()):
+            log.warning("%s failed: %s", row, reason)
+            closed += 1
     for run in pending:
         reason = reason_to_fail(run, live)
         if reason and Run.objects.filter(pk=run.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists():

@@ -1,5 +1,6 @@
 """The studio's only settings module: every value comes from the environment, with local defaults."""
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -101,8 +102,12 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))  # collectstatic's target
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# daphne serves no files: with DEBUG on, staticfiles_urlpatterns serve the source folders; with DEBUG off (the
+# web image), servestatic serves the collected STATIC_ROOT, asynchronously, right after the security middleware.
+if not DEBUG:
+    MIDDLEWARE.insert(1, "servestatic.middleware.ServeStaticMiddleware")
 
 LOGGING = {
     "version": 1,
@@ -120,5 +125,27 @@ KS_VALIDATE_TIMEOUT = env_int("KS_VALIDATE_TIMEOUT", 180)
 KS_POLICY_OPTIONS = {"base_url": KS_POLICY_BASE_URL, "model": KS_POLICY_MODEL, "api_key": KS_POLICY_API_KEY}
 # The longest an optimization run may take on a worker before RQ stops it.
 KS_RUN_TIMEOUT = env_int("KS_RUN_TIMEOUT", 6 * 3600)
+# How long the sandbox may take over one edit from the kernel editor (build, trials, timing) on a worker.
+KS_EVALUATE_TIMEOUT = env_int("KS_EVALUATE_TIMEOUT", 900)
 # Built packages (sdists and wheels) of kernel versions: written by workers, served to their owners.
 KS_PACKAGES_DIR = Path(env_str("KS_PACKAGES_DIR", str(BASE_DIR / ".cache" / "packages")))
+# KernelBench evaluations launched from the staff area: the problems they draw from, where their folders go,
+# and extra `python -m training evaluate` flags every one of them gets (e.g. "--no-compiled" on a CPU host).
+KS_KERNELBENCH_PROBLEMS = Path(env_str("KS_KERNELBENCH_PROBLEMS",
+                                       str(BASE_DIR.parent / "shared" / "kernelbench" / "problems.jsonl")))
+KS_EVALUATIONS_DIR = Path(env_str("KS_EVALUATIONS_DIR", str(BASE_DIR / ".cache" / "evaluations")))
+KS_EVALUATION_ARGS = env_str("KS_EVALUATION_ARGS", "")
+KS_EVALUATION_TIMEOUT = env_int("KS_EVALUATION_TIMEOUT", 48 * 3600)
+# Task-synthesis runs launched from the staff area: where their datasets go, and extra
+# `python -m training synthesize` flags every one of them gets (e.g. "--profile tiny --min-ms 0" on a CPU host).
+KS_SYNTHESIS_DIR = Path(env_str("KS_SYNTHESIS_DIR", str(BASE_DIR / ".cache" / "synthesis")))
+KS_SYNTHESIS_ARGS = env_str("KS_SYNTHESIS_ARGS", "")
+KS_SYNTHESIS_TIMEOUT = env_int("KS_SYNTHESIS_TIMEOUT", 48 * 3600)
+# RL training runs launched from the staff area: where their run folders and served (exported) checkpoints go,
+# the configs offered to launch from, and how long a run may take on a worker.
+KS_TRAINING_DIR = Path(env_str("KS_TRAINING_DIR", str(BASE_DIR / ".cache" / "training")))
+KS_TRAINING_CONFIGS = Path(env_str("KS_TRAINING_CONFIGS", str(BASE_DIR / "training" / "configs")))
+KS_TRAINING_TIMEOUT = env_int("KS_TRAINING_TIMEOUT", 7 * 24 * 3600)
+# A served checkpoint runs through the configured endpoint when KS_POLICY_BASE_URL is set (vLLM or agent.serve
+# loaded with it), otherwise through the transformers policy in the worker, from the exported folder.
+KS_POLICY_ENDPOINT_SET = "KS_POLICY_BASE_URL" in os.environ

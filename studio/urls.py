@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
-from studio import views
+from studio import benchmarks, datasets, edits, staff, training_runs, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,10 +16,31 @@ urlpatterns = [
     path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/versions.json", views.run_versions, name="run_versions"),
     path("runs/<int:pk>/trajectory.json", views.run_trajectory, name="run_trajectory"),
+    path("versions/<int:pk>/edit", edits.version_edit, name="version_edit"),
+    path("versions/<int:pk>/evaluations", edits.version_evaluate, name="version_evaluate"),
+    path("versions/<int:pk>/handback", edits.version_handback, name="version_handback"),
+    path("evaluations/<int:pk>", edits.evaluation_detail, name="evaluation"),
+    path("evaluations/<int:pk>/keep", edits.evaluation_keep, name="evaluation_keep"),
     path("versions/<int:pk>/package", views.version_package, name="version_package"),
     path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("staff/", staff.landing, name="staff"),
+    path("staff/evaluations/", benchmarks.evaluation_list, name="bench_evaluations"),
+    path("staff/evaluations/leaderboard", benchmarks.evaluation_leaderboard, name="bench_leaderboard"),
+    path("staff/evaluations/<int:pk>", benchmarks.evaluation_detail, name="bench_evaluation"),
+    path("staff/evaluations/<int:pk>/episode", benchmarks.evaluation_episode, name="bench_episode"),
+    path("staff/synthesis/", datasets.synthesis_list, name="synthesis_runs"),
+    path("staff/synthesis/<int:pk>", datasets.synthesis_detail, name="synthesis_run"),
+    path("staff/synthesis/<int:pk>/tasks", datasets.synthesis_tasks, name="synthesis_tasks"),
+    path("staff/synthesis/<int:pk>/tasks/<str:task_id>", datasets.synthesis_task, name="synthesis_task"),
+    path("staff/synthesis/<int:pk>/tasks/<str:task_id>/use", datasets.synthesis_task_use, name="synthesis_task_use"),
+    path("staff/training/", training_runs.training_list, name="training_runs"),
+    path("staff/training/<int:pk>", training_runs.training_detail, name="training_run"),
+    path("staff/training/<int:pk>/stop", training_runs.training_stop, name="training_stop"),
+    path("staff/training/<int:pk>/resume", training_runs.training_resume, name="training_resume"),
+    path("staff/training/<int:pk>/serve", training_runs.training_serve, name="training_serve"),
+    path("staff/training/<int:pk>/plots/<str:name>", training_runs.training_plot, name="training_plot"),
     # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),

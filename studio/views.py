@@ -85,7 +85,8 @@ def run_new(request, pk):
 
 @login_required
 def run_detail(request, pk):
-    run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version"), request.user), pk=pk)
+    run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version", "start_version"),
+                                    request.user), pk=pk)
     events = list(run.events.order_by("seq"))
     return render(request, "studio/run_detail.html", {"run": run, "events": [e.to_message() for e in events],
                                                       "last_seq": events[-1].seq if events else 0})
@@ -95,7 +96,8 @@ def run_detail(request, pk):
 def run_versions(request, pk):
     """The run's verified versions, oldest first, with their files: the kernel viewer and chart read this."""
     run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
-    versions = [{"id": v.pk, "reward": v.reward, "runtime_ms": v.runtime_ms, "files": v.files,
+    versions = [{"id": v.pk, "reward": v.reward, "runtime_ms": v.runtime_ms, "files": v.files, "author": v.author,
+                 "status": (v.verdict or {}).get("status"),
                  "eager_ms": (v.verdict or {}).get("eager_ms"), "compiled_ms": (v.verdict or {}).get("compiled_ms"),
                  "best": v.pk == run.best_version_id} for v in run.versions.order_by("created_at")]
     return JsonResponse({"versions": versions})

@@ -87,6 +87,21 @@ def _cuda_home():
     return "/usr/local/cuda"
 
 
+def _cudnn_include(cuda_home):
+    """The folder of cudnn.h, or None: the one torch's wheels carry (nvidia/cudnn), else the toolkit's or the
+    system's. Kernels include it and open the library itself at run time, as cuBLAS is linked."""
+    import site
+    roots = []
+    for base in site.getsitepackages() + [site.getusersitepackages()]:
+        roots += sorted(Path(base).glob("nvidia/cudnn")) + sorted(Path(base).glob("nvidia/cu*"))
+    roots += [Path(cuda_home), Path("/usr"), Path("/usr/local")]
+    for root in roots:
+        for inc in (root / "include", root / "include" / "x86_64-linux-gnu"):
+            if (inc / "cudnn.h").exists():
+                return str(inc)
+    return None
+
+
 @functools.lru_cache(maxsize=2)
 def toolchain(device):
     """Compilers, flags and libraries for DEVICE; everything here is part of the cache key.
@@ -103,7 +118,9 @@ def toolchain(device):
                 sysconfig.get_paths()["include"]]
     common = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w"] + (["-DKS_CUDA"] if cuda else [])
     lib = str(root / "lib")
-    ldflags = ["-shared", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
+    # -Bsymbolic: an extension's calls into its own kernels bind to them, never to a same-named function of
+    # another extension loaded earlier into the process.
+    ldflags = ["-shared", "-Wl,-Bsymbolic", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
     tc = {"device": device, "cxx": cxx, "cxx_version": _first_line([cxx, "--version"]), "torch": torch.__version__,
           # The stable ABI binding sees only torch's small C shim headers: it compiles in about a second.
           "stable_flags": common + [f"-I{p}" for p in includes],
@@ -123,6 +140,10 @@ def toolchain(device):
         tc["classic_flags"] = tc["classic_flags"] + [f"-I{cuda_home}/include"]
         tc["ldflags"] = ldflags + ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home}/lib64", f"-Wl,-rpath,{cuda_home}/lib64",
                                    "-lcudart", "-lcublas", "-lcublasLt"]
+        cudnn = _cudnn_include(cuda_home)
+        if cudnn:
+            # Headers only: kernels open cuDNN at run time from the folder of the one torch loaded.
+            tc["kernel_flags"] = tc["kernel_flags"] + [f"-I{cudnn}"]
     else:
         # No errno from libm: lets the vectorizer call glibc's SIMD math (expf, logf, ...) in omp simd loops.
         tc.update(kernel_flags=["-O3", "-std=c++17", "-fPIC", "-march=native", "-fopenmp", "-fno-math-errno",

@@ -1,48 +1,16 @@
 // The run page's kernels: a chart of runtime per verified version against the eager and torch.compile lines,
-// and the chosen version's files in a read-only Monaco (CUDA highlighting), or its diff against another version.
+// and the chosen version's files in a read-only Monaco (CUDA highlighting), or its diff against another version;
+// a link opens the chosen version in the editor.
 (function () {
   const panel = document.getElementById("kernels");
   const chart = document.getElementById("runtime-chart");
   const pickA = document.getElementById("version-a");
   const pickB = document.getElementById("version-b");
   const pickFile = document.getElementById("version-file");
+  const editLink = document.getElementById("version-edit");
   let versions = [];
   let editor = null;
   let monaco = null;
-
-  const CUDA_KEYWORDS = ["__global__", "__device__", "__host__", "__shared__", "__constant__", "__restrict__",
-    "__forceinline__", "__launch_bounds__", "__syncthreads", "__syncwarp", "__shfl_xor_sync", "__shfl_down_sync",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "float4", "float2", "int4", "half", "__half",
-    "__nv_bfloat16", "cudaStream_t", "dim3"];
-  const CPP_KEYWORDS = ["auto", "bool", "break", "case", "char", "const", "constexpr", "continue", "default", "do",
-    "double", "else", "enum", "extern", "false", "float", "for", "if", "inline", "int", "int64_t", "int32_t", "long",
-    "namespace", "nullptr", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "true",
-    "typedef", "typename", "unsigned", "using", "void", "volatile", "while", "uint32_t", "uint64_t", "size_t"];
-
-  function registerCuda(m) {
-    m.languages.register({ id: "cuda", extensions: [".cu", ".cuh"] });
-    m.languages.setMonarchTokensProvider("cuda", {
-      cuda: CUDA_KEYWORDS, keywords: CPP_KEYWORDS,
-      tokenizer: {
-        root: [
-          [/#\s*\w+/, "keyword.directive"],
-          [/[a-zA-Z_]\w*/, { cases: { "@cuda": "type.identifier", "@keywords": "keyword", "@default": "identifier" } }],
-          [/\/\/.*$/, "comment"],
-          [/\/\*/, "comment", "@comment"],
-          [/"([^"\\]|\\.)*"/, "string"],
-          [/\d+\.?\d*([eE][-+]?\d+)?[fFlLuU]*/, "number"],
-          [/<<<|>>>/, "keyword.operator"],
-        ],
-        comment: [[/[^/*]+/, "comment"], [/\*\//, "comment", "@pop"], [/[/*]/, "comment"]],
-      },
-    });
-  }
-
-  function language(path) {
-    if (/\.(cu|cuh)$/.test(path)) return "cuda";
-    if (/\.(cpp|cc|c|h|hpp)$/.test(path)) return "cpp";
-    return path.endsWith(".py") ? "python" : "plaintext";
-  }
 
   function label(v) {
     const ms = v.runtime_ms ? Number(v.runtime_ms).toFixed(4) + " ms" : "–";
@@ -85,11 +53,16 @@
     const best = versions.find((v) => v.best) || versions[versions.length - 1];
     pickA.value = keepA || (best ? best.id : "");
     pickB.value = keepB;
-    const files = Object.keys((versions.find((v) => String(v.id) === pickA.value) || { files: {} }).files).sort();
+    const chosen = (versions.find((v) => String(v.id) === pickA.value) || { files: {} }).files;
+    const files = Object.keys(chosen).sort();
     const keepFile = pickFile.value;
     pickFile.innerHTML = "";
     files.forEach((f) => pickFile.add(new Option(f, f)));
-    pickFile.value = files.includes(keepFile) ? keepFile : (files.find((f) => f.startsWith("kernels/")) || files[0] || "");
+    // The longest kernel source first: the starter's copy kernel may still lie beside the real one.
+    const kernel = files.filter((f) => f.startsWith("kernels/")).sort((a, b) => chosen[b].length - chosen[a].length)[0];
+    pickFile.value = files.includes(keepFile) ? keepFile : (kernel || files[0] || "");
+    editLink.hidden = !pickA.value;
+    editLink.href = "/versions/" + pickA.value + "/edit";
   }
 
   function show() {
@@ -97,7 +70,7 @@
     const a = versions.find((v) => String(v.id) === pickA.value);
     const b = versions.find((v) => String(v.id) === pickB.value);
     const path = pickFile.value;
-    const lang = language(path);
+    const lang = window.KS.language(path);
     const node = document.getElementById("editor");
     if (editor) editor.dispose();
     const textA = (a && a.files[path]) || "";
@@ -124,11 +97,6 @@
   // A new verified version arrives as a "version" event on the run's stream (run.js shows it in the table).
   new MutationObserver(refresh).observe(document.getElementById("version-rows"), { childList: true });
 
-  window.require.config({ paths: { vs: panel.dataset.monaco } });
-  window.require(["vs/editor/editor.main"], function () {
-    monaco = window.monaco;
-    registerCuda(monaco);
-    show();
-  });
+  window.KS.loadMonaco(panel.dataset.monaco).then((m) => { monaco = m; show(); });
   refresh();
 })();

@@ -1,25 +1,10 @@
 // The run page: render stored events, then follow the live stream; every event is shown once, in seq order.
 (function () {
+  const KS = window.KS;
+  const el = KS.el;
   const timeline = document.getElementById("timeline");
   const runId = timeline.dataset.run;
   let lastSeq = 0;
-
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
-
-  function fmt(ms) { return ms === null || ms === undefined ? "–" : Number(ms).toFixed(4) + " ms"; }
-
-  function verdictLine(v) {
-    const parts = [v.status, "reward " + v.reward];
-    if (v.runtime_ms) parts.push(fmt(v.runtime_ms));
-    if (v.speedup_vs_eager) parts.push(Number(v.speedup_vs_eager).toFixed(2) + "x eager");
-    if (v.speedup_vs_compiled) parts.push(Number(v.speedup_vs_compiled).toFixed(2) + "x compiled");
-    return parts.join(" · ");
-  }
 
   function turnCard(turn) {
     const card = el("li", "turn card-turn");
@@ -32,7 +17,7 @@
         return k + "=" + (text.length > 80 ? text.slice(0, 77) + "..." : text);
       }).join(", ");
       box.appendChild(el("code", "call-name", call.name + "(" + args + ")"));
-      if (call.verdict) box.appendChild(el("p", "verdict reward-" + call.verdict.reward, verdictLine(call.verdict)));
+      if (call.verdict) box.appendChild(el("p", "verdict reward-" + call.verdict.reward, KS.verdictLine(call.verdict)));
       const details = el("details");
       details.appendChild(el("summary", null, call.error ? "error" : "observation"));
       details.appendChild(el("pre", "observation", call.error || call.observation));
@@ -42,8 +27,42 @@
     return card;
   }
 
+  // An edit evaluated from the kernel editor: one card, updated in place as its status moves.
+  function evaluationCard(p) {
+    const id = "evaluation-" + p.evaluation;
+    let card = document.getElementById(id);
+    if (!card) {
+      card = el("li", "turn card-evaluation");
+      card.id = id;
+      timeline.appendChild(card);
+    }
+    card.innerHTML = "";
+    card.appendChild(el("h3", null, "Edit of version #" + p.version + " by " + p.by));
+    const line = p.verdict ? KS.verdictLine(p.verdict) : (p.error || "evaluation " + p.status + "…");
+    card.appendChild(el("p", "verdict" + (p.verdict ? " reward-" + p.verdict.reward : ""), line));
+    if (p.verdict && p.verdict.log) {
+      const details = el("details");
+      details.appendChild(el("summary", null, "log"));
+      details.appendChild(el("pre", "observation", p.verdict.log));
+      card.appendChild(details);
+    }
+  }
+
+  function versionRow(p) {
+    const row = el("tr", p.best ? "best" : "");
+    const link = el("a", null, "#" + p.version);
+    link.href = "/versions/" + p.version + "/edit";
+    const first = el("td");
+    first.appendChild(link);
+    row.appendChild(first);
+    [p.author && p.author !== "agent" ? "edit by " + p.author : "agent", p.status, String(p.reward),
+     KS.fmtMs(p.runtime_ms), KS.fmtMs(p.eager_ms), KS.fmtMs(p.compiled_ms)]
+      .forEach((text) => row.appendChild(el("td", null, text)));
+    document.getElementById("version-rows").appendChild(row);
+  }
+
   function show(event) {
-    if (event.seq <= lastSeq) return;  // already shown (replay and live overlap)
+    if (event.seq <= lastSeq) return;
     lastSeq = event.seq;
     timeline.dataset.lastSeq = String(lastSeq);
     const p = event.payload;
@@ -55,26 +74,12 @@
       status.className = "status-" + p.status;
       if (p.error) document.getElementById("run-error").textContent = p.error;
     } else if (event.kind === "version") {
-      const row = el("tr", p.best ? "best" : "");
-      [String(p.version), String(p.reward), fmt(p.runtime_ms), fmt(p.eager_ms), fmt(p.compiled_ms)]
-        .forEach((text) => row.appendChild(el("td", null, text)));
-      document.getElementById("version-rows").appendChild(row);
+      versionRow(p);
+    } else if (event.kind === "evaluation") {
+      evaluationCard(p);
     }
   }
 
   JSON.parse(document.getElementById("stored-events").textContent).forEach(show);
-
-  let delay = 500;
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(scheme + "://" + location.host + "/ws/runs/" + runId + "/?after=" + lastSeq);
-    socket.onopen = () => { delay = 500; };
-    socket.onmessage = (message) => show(JSON.parse(message.data));
-    socket.onclose = (closing) => {
-      if (closing.code === 4403) return;  // not ours to watch
-      setTimeout(connect, delay);  // reconnect and resume after the last seq shown
-      delay = Math.min(delay * 2, 10000);
-    };
-  }
-  connect();
+  KS.followRun(runId, lastSeq, show);
 })();

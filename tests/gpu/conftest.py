@@ -170,6 +170,22 @@ def validated_specs(kernelbench):
 
 
 @pytest.fixture
+def fast_protocol():
+    """The FAST protocol's settings, for tests that build their own EvalConfig."""
+    return dict(FAST)
+
+
+@pytest.fixture
+def record_verdict():
+    """Adds a verdict (a Verdict or its JSON) to the session's summary under LABEL."""
+    from sandbox.verdict import Verdict
+
+    def record(label, verdict):
+        _verdicts.append((label, verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)))
+    return record
+
+
+@pytest.fixture
 def run_eval():
     """sandbox.evaluate with the FAST protocol (overridable); every verdict lands in the session's summary."""
     from sandbox import evaluate

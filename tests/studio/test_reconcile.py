@@ -4,6 +4,8 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import django_rq
@@ -77,3 +79,44 @@ def test_a_run_whose_job_vanished_is_marked_failed():
     assert reconcile() == 1
     run.refresh_from_db()
     assert run.status == "failed" and "gone from the queue" in run.error
+
+
+def test_an_evaluation_whose_job_vanished_is_failed_and_says_so_on_the_run_stream():
+    from studio.models import Evaluation, KernelVersion, RunEvent
+    owner = get_user_model().objects.create_user("ada", password="pw")
+    problem = Problem.objects.create(owner=owner, name="tanh", source=SLOW, sha256="0" * 64)
+    run = Run.objects.create(owner=owner, problem=problem, status="succeeded")
+    base = KernelVersion.objects.create(problem=problem, run=run, files={"model_new.py": ""})
+    stuck = Evaluation.objects.create(owner=owner, base=base, run=run, status="running", job_id="no-such-job")
+    fresh = Evaluation.objects.create(owner=owner, base=base, run=run, status="queued")  # not enqueued yet
+    assert reconcile() == 1
+    stuck.refresh_from_db()
+    fresh.refresh_from_db()
+    assert stuck.status == "failed" and "gone from the queue" in stuck.error and fresh.status == "queued"
+    event = RunEvent.objects.get(run=run, kind="evaluation")
+    assert event.payload["status"] == "failed" and event.payload["evaluation"] == stuck.pk
+
+
+def test_staff_jobs_whose_job_is_gone_are_failed_and_those_still_queued_are_left(client):
+    from studio.models import BenchEvaluation, SynthesisRun, TrainingRun
+    user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
+    queue = django_rq.get_queue("train")
+    queue.empty()
+    gone = [BenchEvaluation.objects.create(created_by=user, job_id="no-such-job", status="running"),
+            SynthesisRun.objects.create(created_by=user, count=1, job_id="no-such-job", status="queued"),
+            TrainingRun.objects.create(created_by=user, name="t", config="seed: 0", job_id="no-such-job",
+                                       status="running")]
+    # Scheduled an hour ahead: no worker (other test runs share this Redis) takes it meanwhile.
+    waiting = queue.enqueue_in(timedelta(hours=1), "studio.jobs.run_training", 0, job_id=f"ks-test-{uuid.uuid4().hex}")
+    alive = TrainingRun.objects.create(created_by=user, name="w", config="seed: 0", job_id=waiting.id)
+    unsaved = TrainingRun.objects.create(created_by=user, name="u", config="seed: 0")  # job id not saved yet
+    try:
+        assert reconcile() == 3
+    finally:
+        waiting.delete()
+    for row in gone:
+        row.refresh_from_db()
+        assert row.status == "failed" and "its job is gone" in row.error and row.finished_at, row
+    alive.refresh_from_db()
+    unsaved.refresh_from_db()
+    assert alive.status == "queued" and unsaved.status == "queued"

@@ -2,11 +2,14 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
@@ -27,21 +30,18 @@ def get(url: str) -> int:
         return 0
 
 
-@pytest.fixture
-def running_studio(scratch_database, free_port, tmp_path):
-    """A runstudio process on its own database, port and cache folder, answering /healthz."""
-    _, database_url = scratch_database
-    env = {**os.environ, "DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)}
+def launch(env, port):
+    """A runstudio process with ENV answering /healthz on PORT; killed with its children afterwards."""
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "runstudio"], cwd=settings.BASE_DIR, env=env,
+        [sys.executable, "manage.py", "runstudio"], cwd=settings.BASE_DIR, env={**os.environ, **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    process.url = f"http://127.0.0.1:{free_port}"
-    deadline = time.monotonic() + 60
+    process.url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
     while get(f"{process.url}/healthz") != 200:
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            pytest.fail(f"runstudio did not answer /healthz within 60 s:\n{process.communicate()[0]}")
+            pytest.fail(f"runstudio did not answer /healthz within 90 s:\n{process.communicate()[0]}")
         time.sleep(0.5)
     yield process
     # The children hold runstudio's stdout open: kill them too, or communicate() would wait forever.
@@ -53,6 +53,34 @@ def running_studio(scratch_database, free_port, tmp_path):
     for proc in survivors:
         proc.kill()
     process.communicate(timeout=30)
+
+
+@pytest.fixture
+def running_studio(scratch_database, free_port, tmp_path):
+    """A runstudio process on its own database, port and cache folder, answering /healthz."""
+    _, database_url = scratch_database
+    yield from launch({"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)},
+                      free_port)
+
+
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def embedded_studio(free_port):
+    """runstudio with DATABASE_URL and REDIS_URL on local ports nothing serves: it must start both itself."""
+    # The embedded PostgreSQL runs unprivileged when we are root: its folder lies under world-searchable parents.
+    with tempfile.TemporaryDirectory(prefix="ks-embedded-", dir="/tmp") as cache:
+        Path(cache).chmod(0o755)
+        pg, rd = closed_port(), closed_port()
+        env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{pg}/kernel_studio", "REDIS_URL": f"redis://127.0.0.1:{rd}/0",
+               "KS_PORT": str(free_port), "KS_CACHE_DIR": cache}
+        for process in launch(env, free_port):
+            process.ports = pg, rd
+            yield process
 
 
 def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_studio, free_port, tmp_path):
@@ -81,3 +109,25 @@ def test_runstudio_stops_everything_when_a_child_dies(running_studio):
     assert running_studio.returncode == 1
     assert "rqworker cpu (exit code -9) stopped; stopping the others" in output
     assert psutil.wait_procs(children, timeout=5)[1] == []
+
+
+def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded_studio):
+    pg, rd = embedded_studio.ports
+    # /healthz queried both for real; the workers registered in the embedded Redis.
+    import redis
+    from rq import Worker
+    deadline = time.monotonic() + 60  # workers register a moment after daphne answers
+    while (queues := sorted(q for w in Worker.all(connection=redis.Redis(port=rd)) for q in w.queue_names())) != [
+            "cpu", "gpu", "train"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert queues == ["cpu", "gpu", "train"]
+    children = psutil.Process(embedded_studio.pid).children()
+    names = [child.name() for child in children]
+    assert "postgres" in names and "redis-server" in names
+    embedded_studio.send_signal(signal.SIGTERM)
+    output, _ = embedded_studio.communicate(timeout=60)
+    assert embedded_studio.returncode == 0, output
+    assert "embedded postgres started" in output and "embedded redis started" in output
+    assert "sign in as admin with password" in output
+    assert psutil.wait_procs(children, timeout=10)[1] == []
+    assert get(f"http://127.0.0.1:{pg}") == 0 and get(f"http://127.0.0.1:{rd}") == 0  # both stopped

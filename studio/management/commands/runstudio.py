@@ -1,4 +1,5 @@
-"""`manage.py runstudio`: prepare the database, then run daphne and the RQ workers until one of them stops."""
+"""`manage.py runstudio`: start embedded PostgreSQL and Redis where none answer, prepare the database, then run
+daphne and the RQ workers until one of them stops."""
 
 import secrets
 import signal
@@ -11,24 +12,44 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from studio import services
+
 # A gpu worker runs even without a visible CUDA device: there it evaluates on the CPU target.
 QUEUES = ("gpu", "cpu", "train")
 
 
 class Command(BaseCommand):
-    help = "Create and migrate the database, then run the web server and one RQ worker per queue."
+    help = ("Start embedded PostgreSQL and Redis where the configured ones do not answer, create and migrate the "
+            "database, then run the web server and one RQ worker per queue.")
+    # The database may not be up before handle() has started it.
+    requires_system_checks = []
 
     def handle(self, *args, **options):
-        call_command("ensuredb")
-        call_command("migrate", interactive=False, verbosity=options["verbosity"])
-        username, password = self.admin_login()
-        self.stdout.write(f"Kernel Studio: http://{settings.KS_HOST}:{settings.KS_PORT}/")
-        if password:
-            self.stdout.write(f"sign in as {username} with password {password} (kept in {self.login_file})")
-        else:
-            self.stdout.write("sign in with your superuser account")
-        self.stdout.flush()
-        self.supervise(self.start())
+        # Until supervise() takes over, a SIGTERM unwinds through the finally below (embedded servers stop too).
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        try:
+            embedded = services.ensure(settings.DATABASES["default"], settings.REDIS_URL,
+                                       settings.KS_CACHE_DIR / "services")
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        for server in embedded:
+            self.stdout.write(f"embedded {server.name} started ({server.binary}), data and log in {server.folder}")
+        try:
+            self.check()
+            call_command("ensuredb")
+            call_command("migrate", interactive=False, verbosity=options["verbosity"])
+            username, password = self.admin_login()
+            self.stdout.write(f"Kernel Studio: http://{settings.KS_HOST}:{settings.KS_PORT}/")
+            if password:
+                self.stdout.write(f"sign in as {username} with password {password} (kept in {self.login_file})")
+            else:
+                self.stdout.write("sign in with your superuser account")
+            self.stdout.flush()
+            self.supervise(self.start(), embedded)
+        finally:
+            # Last, once web and workers are gone: a worker finishing its job still needs both.
+            for server in reversed(embedded):
+                server.stop()
 
     @property
     def login_file(self):
@@ -66,7 +87,7 @@ class Command(BaseCommand):
             for name, command in commands.items()
         }
 
-    def supervise(self, children: dict[str, subprocess.Popen]) -> None:
+    def supervise(self, children: dict[str, subprocess.Popen], embedded=()) -> None:
         stopping = False
 
         def forward(signum, frame):
@@ -78,10 +99,11 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, forward)
         signal.signal(signal.SIGTERM, forward)
-        while not stopping and all(child.poll() is None for child in children.values()):
+        watched = {**children, **{f"embedded {server.name}": server.process for server in embedded}}
+        while not stopping and all(child.poll() is None for child in watched.values()):
             time.sleep(0.5)
         failed = None if stopping else ", ".join(
-            f"{name} (exit code {child.returncode})" for name, child in children.items() if child.returncode is not None
+            f"{name} (exit code {child.returncode})" for name, child in watched.items() if child.returncode is not None
         )
         if failed:
             self.stderr.write(f"{failed} stopped; stopping the others")

@@ -1,0 +1,142 @@
+"""Staff pages of RL training runs: launch from a config, stop, resume, the live run page (a chart per logged
+metric, the stage, the log's tail, checkpoints, plots) and "serve this checkpoint"."""
+from pathlib import Path
+
+import django_rq
+from django.conf import settings
+from django.contrib import messages
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from studio import charts, jobs, queues
+from studio.datasets import rows_of
+from studio.forms import TrainingRunForm
+from studio.models import TrainingRun
+from studio.serving import ServeError, serve
+from studio.staff import staff_only
+
+LOG_LINES = 60
+NOT_CHARTED = {"stage", "step", "time"}
+
+
+def _enqueue(run, user):
+    """Queue RUN's job on `train` (on `cpu` when its episodes run on the CPU); the job id saved after."""
+    queue = django_rq.get_queue("cpu" if run.device == "cpu" else "train")
+    run.job_id = queues.enqueue(queue, jobs.run_training, run.pk, owner_id=user.pk,
+                                timeout=settings.KS_TRAINING_TIMEOUT)
+    run.save(update_fields=["job_id"])
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def training_list(request):
+    form = TrainingRunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        run = TrainingRun.objects.create(created_by=request.user, name=data["name"], config=data["config"],
+                                         overrides=data["overrides"], stage=data["stage"], device=data["device"])
+        _enqueue(run, request.user)
+        return redirect("training_run", run.pk)
+    return render(request, "studio/staff/training_runs.html",
+                  {"form": form, "runs": TrainingRun.objects.select_related("created_by")[:100]},
+                  status=400 if request.method == "POST" else 200)
+
+
+def metric_charts(records):
+    """[(stage, [svg])]: one line chart per numeric metric of each stage, in the order they were first logged."""
+    series = {}
+    for record in records:
+        stage = record.get("stage", "?")
+        for key, value in record.items():
+            if key not in NOT_CHARTED and isinstance(value, (int, float)) and not isinstance(value, bool):
+                series.setdefault(stage, {}).setdefault(key, []).append((record.get("step", 0), value))
+    return [(stage, [chart for key, points in keys.items() if (chart := charts.line_chart(key, points))])
+            for stage, keys in series.items()]
+
+
+def _tail(path, lines=LOG_LINES):
+    path = Path(path)
+    if not path.is_file():
+        return ""
+    with path.open("rb") as f:
+        f.seek(max(0, path.stat().st_size - 200 * lines))
+        return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _plots(run):
+    folder = Path(run.folder) / "plots" if run.folder else None
+    return sorted(p.name for p in folder.glob("*.png")) if folder and folder.is_dir() else []
+
+
+def page_state(run):
+    """What the run page shows, read from the run folder (the job writes it; the page only reads)."""
+    from training.rl import checkpoints
+    if not run.folder:
+        return {"charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
+    records = rows_of(Path(run.folder) / "metrics.jsonl")
+    served = {(c.stage, c.step): c for c in run.served.all()}
+    listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
+    return {"charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,
+            "plots": _plots(run), "records": len(records),
+            "stage": records[-1].get("stage") if records else run.current_stage}
+
+
+@staff_only
+def training_detail(request, pk):
+    run = get_object_or_404(TrainingRun, pk=pk)
+    template = "studio/staff/_training_progress.html" if request.htmx else "studio/staff/training_run.html"
+    return render(request, template, {"run": run, **page_state(run)})
+
+
+@staff_only
+@require_POST
+def training_stop(request, pk):
+    """Cancel the queued job or stop its work horse; checkpoints are written whole, so a resume loses at most the
+    steps since the last one."""
+    run = get_object_or_404(TrainingRun, pk=pk)
+    if run.status in TrainingRun.ACTIVE:
+        TrainingRun.objects.filter(pk=pk).update(status=TrainingRun.Status.STOPPED, finished_at=timezone.now(),
+                                                 error=f"stopped by {request.user.get_username()}")
+        queues.stop(run.job_id)
+    return redirect("training_run", pk)
+
+
+@staff_only
+@require_POST
+def training_resume(request, pk):
+    """Queue the run again on its folder: every stage goes on from its last checkpoint."""
+    run = get_object_or_404(TrainingRun, pk=pk)
+    if run.status in (TrainingRun.Status.STOPPED, TrainingRun.Status.FAILED):
+        # The job id is cleared first: the reconciler never judges a queued run by its previous, stopped job.
+        TrainingRun.objects.filter(pk=pk).update(status=TrainingRun.Status.QUEUED, job_id="", error="",
+                                                 finished_at=None)
+        run.refresh_from_db()
+        _enqueue(run, request.user)
+    return redirect("training_run", pk)
+
+
+@staff_only
+@require_POST
+def training_serve(request, pk):
+    run = get_object_or_404(TrainingRun, pk=pk)
+    stage, step = request.POST.get("stage", ""), request.POST.get("step", "")
+    if not step.isdigit():
+        messages.error(request, f"step must be a whole number, not {step!r}")
+        return redirect("training_run", pk)
+    try:
+        served = serve(run, stage, int(step), request.user)
+    except ServeError as exc:
+        messages.error(request, str(exc))
+        return redirect("training_run", pk)
+    messages.success(request, f"{served} is now a policy choice of new runs ({served.policy})")
+    return redirect("training_run", pk)
+
+
+@staff_only
+def training_plot(request, pk, name):
+    run = get_object_or_404(TrainingRun, pk=pk)
+    if name not in _plots(run):
+        raise Http404(f"training run {pk} has no plot {name}")
+    return FileResponse(open(Path(run.folder) / "plots" / name, "rb"), content_type="image/png")
