@@ -18,7 +18,7 @@ from bench._studio import CARD_STAMPS, percentile, writer_command
 def measure(turns, loads):
     from playwright.sync_api import sync_playwright
 
-    from studio.testing import LiveStudio, launch_chromium
+    from studio.testing import LiveStudio, launch_chromium, log_in
     with LiveStudio() as studio, sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
         command, env = writer_command(studio.database_url, "create", "--runs", 1, "--owner", studio.username)
         (run_id,) = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
@@ -28,11 +28,7 @@ def measure(turns, loads):
         context = launch_chromium(playwright, profile)
         context.add_init_script(CARD_STAMPS)
         page = context.pages[0] if context.pages else context.new_page()
-        page.goto(studio.url + "/accounts/login/")
-        page.fill("#id_username", studio.username)
-        page.fill("#id_password", studio.password)
-        page.click("main button[type=submit]")
-        page.wait_for_url(studio.url + "/")
+        log_in(page, studio)
         url = f"{studio.url}/runs/{run_id}"
         page.goto(url, wait_until="load")  # warm: static files cached as a returning user has them
         rows = []

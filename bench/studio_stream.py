@@ -21,18 +21,14 @@ from bench._studio import CARD_STAMPS, percentile, writer_command
 def measure(runs, rounds, interval):
     from playwright.sync_api import sync_playwright
 
-    from studio.testing import LiveStudio, launch_chromium
+    from studio.testing import LiveStudio, launch_chromium, log_in
     with LiveStudio() as studio, sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
         command, env = writer_command(studio.database_url, "create", "--runs", runs, "--owner", studio.username)
         ids = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
         context = launch_chromium(playwright, profile)
         context.add_init_script(CARD_STAMPS)
         login = context.pages[0] if context.pages else context.new_page()
-        login.goto(studio.url + "/accounts/login/")
-        login.fill("#id_username", studio.username)
-        login.fill("#id_password", studio.password)
-        login.click("main button[type=submit]")
-        login.wait_for_url(studio.url + "/")
+        log_in(login, studio)
         pages = {}
         for run_id in ids:
             pages[run_id] = context.new_page()

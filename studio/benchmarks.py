@@ -5,6 +5,7 @@ import django_rq
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from studio import jobs, queues
@@ -115,5 +116,8 @@ def evaluation_episode(request, pk):
         raise Http404(f"the trajectory of {arm}/{key} is not in the evaluation's folder")
     trajectory = Trajectory.from_json(json.loads(path.read_text(encoding="utf-8")))
     turns = [jobs.compact_turn(turn) for turn in trajectory.turns]
-    return render(request, "studio/staff/episode.html",
-                  {"evaluation": evaluation, "result": result, "turns": turns, "verdict": trajectory.verdict})
+    return render(request, "studio/staff/episode.html", {
+        "title": f"{result.key} · Evaluation {evaluation.pk}", "heading": result.key, "where": result.arm,
+        "back_url": reverse("bench_evaluation", args=[evaluation.pk]),
+        "back_label": f"Evaluation #{evaluation.pk} · {evaluation.label}", "turns": turns, "turn_count": result.turns,
+        "stop_reason": result.stop_reason, "verdict": trajectory.verdict})

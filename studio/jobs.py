@@ -169,16 +169,47 @@ def _evaluation_progress(evaluation_id, folder, total):
     BenchEvaluation.objects.filter(pk=evaluation_id).update(progress=progress)
 
 
+def _training_cli(argv, crashed, progress=None, poll_s=2.0):
+    """`python -m training ARGV` in-process; its exit status. progress() runs every poll_s on a thread of its own
+    (with its own database connection) while it works; a crash is handed to crashed(message), then raised."""
+    import threading
+
+    from django.db import connection
+
+    from training.cli import main as training_main
+
+    stop = threading.Event()
+
+    def follow():
+        try:
+            while not stop.wait(poll_s):
+                progress()
+        finally:
+            connection.close()  # this thread's own connection
+
+    follower = threading.Thread(target=follow, name=f"{argv[0]}-progress", daemon=True) if progress else None
+    if follower:
+        follower.start()
+    try:
+        return training_main(argv)
+    except SystemExit as exc:  # argparse refused a flag (from the KS_*_ARGS settings): its message is in the log
+        return exc.code
+    except Exception as exc:
+        crashed(f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        stop.set()
+        if follower:
+            follower.join()
+
+
 def run_bench_evaluation(evaluation_id, poll_s=2.0):
     """A KernelBench evaluation through `python -m training evaluate`, here in-process; progress stored as it goes."""
     import json
     import shlex
-    import threading
 
-    from django.db import connection
     from django.utils import timezone
 
-    from training.cli import main as training_main
     from training.evaluation import problems as problem_source
     from studio.models import BenchEvaluation
 
@@ -205,29 +236,12 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
         BenchEvaluation.objects.filter(pk=evaluation_id).update(status=BenchEvaluation.Status.FAILED, error=str(exc),
                                                                 finished_at=timezone.now())
         return {"error": str(exc)}
-    stop = threading.Event()
 
-    def follow():
-        try:
-            while not stop.wait(poll_s):
-                _evaluation_progress(evaluation_id, folder, len(chosen))
-        finally:
-            connection.close()  # this thread's own connection
-
-    follower = threading.Thread(target=follow, name=f"evaluation-{evaluation_id}-progress", daemon=True)
-    follower.start()
-    try:
-        code = training_main(argv)
-    except SystemExit as exc:  # argparse refused a flag (from KS_EVALUATION_ARGS): its message is in the log
-        code = exc.code
-    except Exception as exc:
+    def crashed(message):
         BenchEvaluation.objects.filter(pk=evaluation_id).update(
-            status=BenchEvaluation.Status.FAILED, error=f"the evaluation crashed: {type(exc).__name__}: {exc}",
-            finished_at=timezone.now())
-        raise
-    finally:
-        stop.set()
-        follower.join()
+            status=BenchEvaluation.Status.FAILED, error=f"the evaluation crashed: {message}", finished_at=timezone.now())
+
+    code = _training_cli(argv, crashed, lambda: _evaluation_progress(evaluation_id, folder, len(chosen)), poll_s)
     _evaluation_progress(evaluation_id, folder, len(chosen))
     metrics_file = folder / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
@@ -247,7 +261,6 @@ def run_synthesis(synthesis_id):
 
     from django.utils import timezone
 
-    from training.cli import main as training_main
     from training.synthesis.dataset import paths
     from studio.models import SynthesisRun
 
@@ -260,15 +273,12 @@ def run_synthesis(synthesis_id):
                                                         started_at=timezone.now())
     argv = ["synthesize", "--count", str(run.count), "--device", run.device, "--workers", str(run.workers),
             "--out", str(dataset), "--no-progress", *shlex.split(settings.KS_SYNTHESIS_ARGS)]
-    try:
-        code = training_main(argv)
-    except SystemExit as exc:  # argparse refused a flag (from KS_SYNTHESIS_ARGS): its message is in the log
-        code = exc.code
-    except Exception as exc:
+
+    def crashed(message):
         SynthesisRun.objects.filter(pk=synthesis_id).update(
-            status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {type(exc).__name__}: {exc}",
-            finished_at=timezone.now())
-        raise
+            status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {message}", finished_at=timezone.now())
+
+    code = _training_cli(argv, crashed)
     summary_file = paths(dataset)["summary"]
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
     # Exit 1: fewer tasks kept than asked (out of attempts or time); what was kept is still a dataset.
@@ -299,12 +309,9 @@ def run_training(training_id, poll_s=2.0):
     import contextlib
     import io
     import shlex
-    import threading
 
-    from django.db import connection
     from django.utils import timezone
 
-    from training.cli import main as training_main
     from studio.models import TrainingRun
 
     run = TrainingRun.objects.get(pk=training_id)
@@ -321,31 +328,14 @@ def run_training(training_id, poll_s=2.0):
         argv += ["--set", item]
     if run.stage:
         argv += ["--stage", run.stage]
-    stop = threading.Event()
 
-    def follow():
-        try:
-            while not stop.wait(poll_s):
-                _training_progress(training_id, folder)
-        finally:
-            connection.close()  # this thread's own connection
-
-    follower = threading.Thread(target=follow, name=f"training-{training_id}-progress", daemon=True)
-    follower.start()
-    stderr = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(stderr):
-            code = training_main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    except Exception as exc:
+    def crashed(message):
         TrainingRun.objects.filter(pk=training_id, status=TrainingRun.Status.RUNNING).update(
-            status=TrainingRun.Status.FAILED, error=f"the training run crashed: {type(exc).__name__}: {exc}",
-            finished_at=timezone.now())
-        raise
-    finally:
-        stop.set()
-        follower.join()
+            status=TrainingRun.Status.FAILED, error=f"the training run crashed: {message}", finished_at=timezone.now())
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = _training_cli(argv, crashed, lambda: _training_progress(training_id, folder), poll_s)
     _training_progress(training_id, folder)
     said = [line for line in stderr.getvalue().splitlines() if line.startswith(("error:", "stopped:"))]
     error = "" if code == 0 else (said[-1] if said else f"`python -m training {shlex.join(argv)}` ended with "

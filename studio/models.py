@@ -139,14 +139,29 @@ class Evaluation(models.Model):
         return f"evaluation {self.pk} of version {self.base_id}"
 
 
-class BenchEvaluation(models.Model):
-    """A KernelBench evaluation of a policy or checkpoint, run by the training package into its own folder."""
+class StaffJob(models.Model):
+    """What the admin area's jobs share: a status a worker moves along, the RQ job, the error and the times."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    job_id = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+
+class BenchEvaluation(StaffJob):
+    """A KernelBench evaluation of a policy or checkpoint, run by the training package into its own folder."""
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bench_evaluations")
     policy = models.CharField(max_length=40, default="heuristic")
@@ -156,18 +171,9 @@ class BenchEvaluation(models.Model):
     limit = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many problems per level")
     sandbox = models.CharField(max_length=100, default="strict",
                                help_text="the sandbox setting, or settings compared side by side (comma-separated)")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    job_id = models.CharField(max_length=64, blank=True)
     folder = models.CharField(max_length=500, blank=True, help_text="the evaluation's folder (results, episodes)")
     progress = models.JSONField(default=dict, help_text='{"done": n, "total": m, "correct": k}')
     metrics = models.JSONField(null=True, blank=True, help_text="the folder's metrics.json")
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self):
         return f"KernelBench evaluation {self.pk} of {self.label}"
@@ -177,36 +183,21 @@ class BenchEvaluation(models.Model):
         return f"{self.policy}{f' ({self.model})' if self.model else ''}"
 
 
-class SynthesisRun(models.Model):
+class SynthesisRun(StaffJob):
     """A task-synthesis run of the training package into a dataset (JSONL) with its attempts and summary beside it."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="synthesis_runs")
     count = models.PositiveIntegerField(help_text="tasks to keep")
     device = models.CharField(max_length=8, default="cuda")
     workers = models.PositiveIntegerField(default=1)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    job_id = models.CharField(max_length=64, blank=True)
     dataset = models.CharField(max_length=500, blank=True, help_text="the dataset's JSONL path")
     summary = models.JSONField(null=True, blank=True, help_text="the dataset's summary.json when the run ended")
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self):
         return f"synthesis run {self.pk} ({self.count} tasks on {self.device})"
 
 
-class TrainingRun(models.Model):
+class TrainingRun(StaffJob):
     """An RL training run of the training package (`python -m training train`) into its own run folder."""
 
     class Status(models.TextChoices):
@@ -224,18 +215,11 @@ class TrainingRun(models.Model):
     overrides = models.JSONField(default=list, blank=True, help_text="KEY=VALUE overrides (--set), in order")
     stage = models.CharField(max_length=20, blank=True, help_text="run only this stage (empty: the config's stages)")
     device = models.CharField(max_length=8, default="cpu", help_text="the config's episode.device")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    job_id = models.CharField(max_length=64, blank=True)
     folder = models.CharField(max_length=500, blank=True, help_text="the run folder (checkpoints, metrics, logs)")
     current_stage = models.CharField(max_length=20, blank=True, help_text="the stage of the newest metrics record")
     last_metrics = models.JSONField(null=True, blank=True, help_text="the newest record of metrics.jsonl")
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
+    # Its own statuses (stopped too): the field is declared again with their choices.
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
 
     def __str__(self):
         return f"training run {self.pk} ({self.name})"

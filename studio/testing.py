@@ -25,9 +25,36 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 
 
 def free_port():
+    """A TCP port nothing listens on (bound by the OS, then released)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def scratch_database(prefix="ks_scratch"):
+    """(name, DATABASE_URL) of a database name unique to the caller on the configured server, not created."""
+    db = settings.DATABASES["default"]
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return name, f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{name}"
+
+
+def drop_database(name):
+    with maintenance_connection(settings.DATABASES["default"]) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def kill_tree(process):
+    """Kill a subprocess and every process under it, then reap it (its children may hold its pipes open)."""
+    import psutil
+    survivors = [process] if process.poll() is None else []
+    try:
+        survivors += psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        pass
+    for proc in survivors:
+        proc.kill()
+    process.communicate(timeout=30)
 
 
 def chromium_missing():
@@ -47,7 +74,17 @@ def launch_chromium(playwright, user_data_dir, **options):
         str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, **options)
 
 
-def _status(url):
+def log_in(page, studio):
+    """Sign a Playwright page in to a LiveStudio as its admin; the page ends on the studio's front page."""
+    page.goto(studio.url + "/accounts/login/")
+    page.fill("#id_username", studio.username)
+    page.fill("#id_password", studio.password)
+    page.click("main button[type=submit]")
+    page.wait_for_url(studio.url + "/")
+
+
+def http_status(url):
+    """The HTTP status of a GET, or 0 when nothing answers."""
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
             return response.status
@@ -66,11 +103,7 @@ class LiveStudio:
         self.env = env
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        db = settings.DATABASES["default"]
-        self.db = db
-        self.database = f"ks_live_{uuid.uuid4().hex[:12]}"
-        auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-        self.database_url = f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{self.database}"
+        self.database, self.database_url = scratch_database("ks_live")
 
     def __enter__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="ks-live-"))
@@ -82,7 +115,7 @@ class LiveStudio:
             self.process = subprocess.Popen([sys.executable, "manage.py", "runstudio"], cwd=settings.BASE_DIR, env=env,
                                             stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout
-        while _status(f"{self.url}/healthz") != 200:
+        while http_status(f"{self.url}/healthz") != 200:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.__exit__()
                 raise RuntimeError(f"runstudio did not answer /healthz in {self.timeout} s:\n{self.output()[-4000:]}")
@@ -101,6 +134,5 @@ class LiveStudio:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        with maintenance_connection(self.db) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.database)))
+        drop_database(self.database)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Staff pages of RL training runs: launch from a config, stop, resume, the live run page (a chart per logged
-metric, the stage, the log's tail, checkpoints, plots) and "serve this checkpoint"."""
+metric, the stage, the log's tail, checkpoints, plots, recent trajectories) and "serve this checkpoint"."""
+import json
 from pathlib import Path
 
 import django_rq
@@ -7,6 +8,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -19,6 +21,8 @@ from studio.staff import staff_only
 
 LOG_LINES = 60
 NOT_CHARTED = {"stage", "step", "time"}
+RECENT_EPISODES = 12
+NEWEST_FOLDERS = 3  # of each stage's step folders, the newest only are searched (a long run holds thousands)
 
 
 def _enqueue(run, user):
@@ -70,6 +74,33 @@ def _plots(run):
     return sorted(p.name for p in folder.glob("*.png")) if folder and folder.is_dir() else []
 
 
+def _newest(folders, count):
+    return sorted(folders, key=lambda p: p.stat().st_mtime, reverse=True)[:count]
+
+
+def recent_episodes(run, limit=RECENT_EPISODES):
+    """The newest episodes of the run folder's episodes/STAGE/STEP/.../trajectory.json, newest first: each
+    {"path" (relative to episodes/), "stage", "step", "task", "status", "reward", "correct"} from its verdict.json."""
+    root = Path(run.folder) / "episodes" if run.folder else None
+    if not root or not root.is_dir():
+        return []
+    found = []
+    for stage in (p for p in root.iterdir() if p.is_dir()):
+        for step in _newest([p for p in stage.iterdir() if p.is_dir()], NEWEST_FOLDERS):
+            found += step.rglob("trajectory.json")
+    rows = []
+    for path in _newest(found, limit):
+        try:
+            verdict = json.loads((path.parent / "verdict.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            verdict = {}
+        relative = path.relative_to(root)
+        rows.append({"path": relative.as_posix(), "stage": relative.parts[0], "step": relative.parts[1],
+                     "task": path.parent.name, "status": verdict.get("status", "?"), "reward": verdict.get("reward"),
+                     "correct": verdict.get("correct")})
+    return rows
+
+
 def page_state(run):
     """What the run page shows, read from the run folder (the job writes it; the page only reads)."""
     from training.rl import checkpoints
@@ -79,7 +110,7 @@ def page_state(run):
     served = {(c.stage, c.step): c for c in run.served.all()}
     listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
     return {"charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,
-            "plots": _plots(run), "records": len(records),
+            "plots": _plots(run), "records": len(records), "episodes": recent_episodes(run),
             "stage": records[-1].get("stage") if records else run.current_stage}
 
 
@@ -140,3 +171,24 @@ def training_plot(request, pk, name):
     if name not in _plots(run):
         raise Http404(f"training run {pk} has no plot {name}")
     return FileResponse(open(Path(run.folder) / "plots" / name, "rb"), content_type="image/png")
+
+
+@staff_only
+def training_episode(request, pk):
+    """One rollout episode of the run, read-only from its trajectory.json under the run folder's episodes/."""
+    from agent.trajectory import Trajectory
+    run = get_object_or_404(TrainingRun, pk=pk)
+    relative = request.GET.get("path", "")
+    root = (Path(run.folder) / "episodes").resolve() if run.folder else None
+    path = (root / relative).resolve() if root and relative else None
+    if path is None or path.name != "trajectory.json" or not path.is_relative_to(root) or not path.is_file():
+        raise Http404(f"training run {pk} has no episode {relative!r}")
+    try:
+        trajectory = Trajectory.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise Http404(f"the trajectory {relative} could not be read: {exc}") from None
+    return render(request, "studio/staff/episode.html", {
+        "title": f"{path.parent.name} · Training run {run.pk}", "heading": path.parent.name,
+        "where": relative.rsplit("/", 2)[0], "back_url": reverse("training_run", args=[run.pk]),
+        "back_label": f"Training run #{run.pk}: {run.name}", "turns": [jobs.compact_turn(t) for t in trajectory.turns],
+        "turn_count": len(trajectory.turns), "stop_reason": trajectory.stop_reason, "verdict": trajectory.verdict})

@@ -41,6 +41,7 @@ urlpatterns = [
     path("staff/training/<int:pk>/resume", training_runs.training_resume, name="training_resume"),
     path("staff/training/<int:pk>/serve", training_runs.training_serve, name="training_serve"),
     path("staff/training/<int:pk>/plots/<str:name>", training_runs.training_plot, name="training_plot"),
+    path("staff/training/<int:pk>/episode", training_runs.training_episode, name="training_episode"),
     # Before admin/: the admin's catch-all would otherwise swallow admin/rq/.
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),

@@ -1,7 +1,6 @@
-"""Fixtures of the deployment tests: the docker/ files parsed, free ports, a scratch database, a private Redis db."""
+"""Fixtures of the deployment tests: the docker/ files parsed, a private Redis database."""
 import ast
 import re
-import socket
 import uuid
 from pathlib import Path
 
@@ -9,30 +8,9 @@ import pytest
 import redis
 import yaml
 from django.conf import settings
-from psycopg import sql
-
-from studio.lib.db import maintenance_connection
 
 ROOT = Path(settings.BASE_DIR)
 DOCKER = ROOT / "docker"
-
-
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def scratch_database_url():
-    """The URL of a database name unique to the test on the configured server (not created), dropped afterwards."""
-    db = settings.DATABASES["default"]
-    name = f"ks_docker_{uuid.uuid4().hex[:12]}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    yield name, f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{name}"
-    with maintenance_connection(db) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from rq import Queue, Worker
 
+from studio.testing import kill_tree
+
 pytestmark = pytest.mark.slow
 
 
@@ -38,14 +40,7 @@ def gpu_workers(private_redis_url):
             pytest.fail(f"gpuworkers did not register two workers within 90 s:\n{process.communicate()[0]}")
         time.sleep(0.3)
     yield process
-    survivors = [process] if process.poll() is None else []
-    try:
-        survivors += psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        pass
-    for proc in survivors:
-        proc.kill()
-    process.communicate(timeout=30)
+    kill_tree(process)
 
 
 def test_each_worker_sees_only_its_own_gpu_and_sigterm_stops_them_all(gpu_workers, private_redis_url):

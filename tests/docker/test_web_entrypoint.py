@@ -33,9 +33,9 @@ def image_env(database_url, port, static_root, **overrides):
             "STATIC_ROOT": str(static_root), "KS_POLICY_API_KEY": "test-key", **overrides}
 
 
-def test_the_web_entrypoint_migrates_then_serves_pages_and_collected_static_files(scratch_database_url, free_port,
+def test_the_web_entrypoint_migrates_then_serves_pages_and_collected_static_files(scratch_database, free_port,
                                                                                   tmp_path):
-    name, database_url = scratch_database_url
+    name, database_url = scratch_database
     env = image_env(database_url, free_port, tmp_path / "staticfiles")
     # What the image build does: collectstatic (DEBUG on) into STATIC_ROOT.
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput"], cwd=settings.BASE_DIR, check=True,
@@ -71,9 +71,9 @@ def test_the_web_entrypoint_migrates_then_serves_pages_and_collected_static_file
         process.communicate(timeout=30)
 
 
-def test_the_web_entrypoint_refuses_the_example_secrets_before_touching_the_database(scratch_database_url, free_port,
+def test_the_web_entrypoint_refuses_the_example_secrets_before_touching_the_database(scratch_database, free_port,
                                                                                     tmp_path):
-    name, database_url = scratch_database_url
+    name, database_url = scratch_database
     env = image_env(database_url, free_port, tmp_path, SECRET_KEY="change-me-secret-key")
     proc = subprocess.run(["docker/web-entrypoint.sh"], cwd=settings.BASE_DIR, env=env, capture_output=True,
                           text=True, timeout=60)

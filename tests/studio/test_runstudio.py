@@ -2,32 +2,21 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
 from django.conf import settings
 
+from studio import testing
+from studio.testing import http_status, kill_tree
 from studio.vendor import static_path
 
 pytestmark = pytest.mark.slow
-
-
-def get(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return 0
 
 
 def launch(env, port):
@@ -38,21 +27,14 @@ def launch(env, port):
     )
     process.url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
-    while get(f"{process.url}/healthz") != 200:
+    while http_status(f"{process.url}/healthz") != 200:
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             pytest.fail(f"runstudio did not answer /healthz within 90 s:\n{process.communicate()[0]}")
         time.sleep(0.5)
     yield process
     # The children hold runstudio's stdout open: kill them too, or communicate() would wait forever.
-    survivors = [process] if process.poll() is None else []
-    try:
-        survivors += psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        pass
-    for proc in survivors:
-        proc.kill()
-    process.communicate(timeout=30)
+    kill_tree(process)
 
 
 @pytest.fixture
@@ -63,19 +45,13 @@ def running_studio(scratch_database, free_port, tmp_path):
                       free_port)
 
 
-def closed_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def embedded_studio(free_port):
     """runstudio with DATABASE_URL and REDIS_URL on local ports nothing serves: it must start both itself."""
     # The embedded PostgreSQL runs unprivileged when we are root: its folder lies under world-searchable parents.
     with tempfile.TemporaryDirectory(prefix="ks-embedded-", dir="/tmp") as cache:
         Path(cache).chmod(0o755)
-        pg, rd = closed_port(), closed_port()
+        pg, rd = testing.free_port(), testing.free_port()  # nothing serves these
         env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{pg}/kernel_studio", "REDIS_URL": f"redis://127.0.0.1:{rd}/0",
                "KS_PORT": str(free_port), "KS_CACHE_DIR": cache}
         for process in launch(env, free_port):
@@ -84,7 +60,7 @@ def embedded_studio(free_port):
 
 
 def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_studio, free_port, tmp_path):
-    assert get(f"{running_studio.url}/static/{static_path('htmx.org')}") == 200
+    assert http_status(f"{running_studio.url}/static/{static_path('htmx.org')}") == 200
     children = psutil.Process(running_studio.pid).children()
     assert sorted(" ".join(child.cmdline()[1:]) for child in children) == [
         f"-m daphne -b 127.0.0.1 -p {free_port} studio.asgi:application",
@@ -130,4 +106,4 @@ def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded
     assert "embedded postgres started" in output and "embedded redis started" in output
     assert "sign in as admin with password" in output
     assert psutil.wait_procs(children, timeout=10)[1] == []
-    assert get(f"http://127.0.0.1:{pg}") == 0 and get(f"http://127.0.0.1:{rd}") == 0  # both stopped
+    assert http_status(f"http://127.0.0.1:{pg}") == 0 and http_status(f"http://127.0.0.1:{rd}") == 0  # both stopped

@@ -1,6 +1,6 @@
 """RL training runs from the staff area: a tiny CPU run launched from a config on a real RQ worker, stopped and
-resumed on its folder, its page (charts of every metric, stage, log, checkpoints, plots), a checkpoint served as
-a policy for studio runs, bad configs refused with nothing stored, staff only."""
+resumed on its folder, its page (charts of every metric, stage, log, checkpoints, plots, recent trajectories opened
+in the viewer), a checkpoint served as a policy for studio runs, bad configs refused with nothing stored, staff only."""
 import os
 import signal
 import subprocess
@@ -113,6 +113,7 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
     image = client.get(f"/staff/training/{run.pk}/plots/{plots[0]}")
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
     assert client.get(f"/staff/training/{run.pk}/plots/nope.png").status_code == 404
+    check_recent_trajectories_open_in_the_viewer(client, run, page)
 
     # A value checkpoint holds only a critic: nothing to serve.
     refused = client.post(f"/staff/training/{run.pk}/serve", {"stage": "value", "step": 5}, follow=True)
@@ -122,6 +123,19 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
     assert f"served as <code>checkpoint:{served.pk}</code>" in served_page.content.decode()
     assert (Path(served.path) / "model.safetensors").is_file() and (Path(served.path) / "tokenizer.json").is_file()
     check_served_checkpoint_is_a_policy_choice(client, staff, served)
+
+
+def check_recent_trajectories_open_in_the_viewer(client, run, page):
+    import re
+    from urllib.parse import unquote
+    # RFT's and value pre-training's episodes wrote their trajectories under episodes/STAGE/step-0/rank-0/.
+    links = [unquote(link) for link in re.findall(rf'href="/staff/training/{run.pk}/episode\?path=([^"]+)"', page)]
+    assert {link.split("/")[0] for link in links} == {"rft", "value"}, links
+    assert all(link.split("/")[1:3] == ["step-0", "rank-0"] and link.endswith("/trajectory.json") for link in links)
+    episode = client.get(f"/staff/training/{run.pk}/episode", {"path": links[0]}).content.decode()
+    assert "Turn 1" in episode and f"Training run #{run.pk}: toy" in episode and "verdict:" in episode
+    for bad in ("../submitted.yaml", "../../training/x/trajectory.json", "rft/nope/trajectory.json", ""):
+        assert client.get(f"/staff/training/{run.pk}/episode", {"path": bad}).status_code == 404, bad
 
 
 def read(folder):
@@ -181,7 +195,8 @@ def test_training_pages_are_refused_to_users_who_are_not_staff(client):
     user = get_user_model().objects.create_user("ada", password="pw")
     client.force_login(user)
     run = TrainingRun.objects.create(created_by=user, name="r", config="seed: 0")
-    for url in ("/staff/training/", f"/staff/training/{run.pk}", f"/staff/training/{run.pk}/plots/a.png"):
+    for url in ("/staff/training/", f"/staff/training/{run.pk}", f"/staff/training/{run.pk}/plots/a.png",
+                f"/staff/training/{run.pk}/episode?path=rft/x/trajectory.json"):
         assert client.get(url).status_code == 403, url
     for url in ("/staff/training/", f"/staff/training/{run.pk}/stop", f"/staff/training/{run.pk}/resume",
                 f"/staff/training/{run.pk}/serve"):

@@ -23,13 +23,53 @@ def distribution(name, values):
             f"{name}_p50": values[len(values) // 2]}
 
 
+def episode_summary(trajectory):
+    """What the step's statistics need of one trajectory (small: it crosses processes)."""
+    verdict = trajectory.verdict or {}
+    return {"verdict": {k: verdict.get(k) for k in ("reward", "correct", "speedup_vs_eager") if k in verdict},
+            "turns": len(trajectory.turns),
+            "response_tokens": sum(len(turn.response_token_ids or []) for turn in trajectory.turns)}
+
+
 def episode_stats(trajectories):
     """Rewards (mean and distribution), correct rate, speedups, trajectory lengths of a list of trajectories."""
-    out = verdict_stats([t.verdict or {} for t in trajectories])
-    out.update(distribution("turns", [len(t.turns) for t in trajectories]))
-    response = [sum(len(turn.response_token_ids or []) for turn in t.turns) for t in trajectories]
-    out.update(distribution("response_tokens", response))
+    return summary_stats([episode_summary(t) for t in trajectories])
+
+
+def summary_stats(summaries):
+    """episode_stats of episode summaries ({"verdict": ...} alone for single-turn replies: no lengths then)."""
+    out = verdict_stats([s["verdict"] for s in summaries])
+    out.update(distribution("turns", [s.get("turns") for s in summaries]))
+    out.update(distribution("response_tokens", [s.get("response_tokens") for s in summaries]))
     return out
+
+
+# Update statistics that add up over processes; of the others, *_min and *_max take the extreme, the rest the mean.
+SUMMED = {"policy_tokens", "sequence_tokens", "rollout_failures"}
+
+
+def merge_process_stats(per_process, summed=SUMMED, episodes=True):
+    """One step's statistics from every process's [(update stats, [episode summaries])]: the episodes pooled (the
+    rewards, correct rate and lengths of the whole step, not of one rank; not when EPISODES is false), the update
+    statistics reduced (those in SUMMED added up)."""
+    merged = {}
+    for key in dict.fromkeys(k for stats, _ in per_process for k in stats):
+        values = [stats[key] for stats, _ in per_process if isinstance(stats.get(key), (int, float))]
+        if not values:
+            continue
+        merged[key] = sum(values) if key in SUMMED else min(values) if key.endswith("_min") else \
+            max(values) if key.endswith("_max") else sum(values) / len(values)
+    if episodes:
+        merged.update(summary_stats([s for _, summaries in per_process for s in summaries]))
+    return merged
+
+
+def step_stats(accelerator, stats, summaries):
+    """STATS (this process's update) and SUMMARIES (episode_summary of each of its rollouts) as the whole step's
+    statistics, the same on every process (a collective), so that the logged numbers cover all ranks and the
+    guards decide alike everywhere."""
+    from training.rl.distributed import gather
+    return merge_process_stats(gather(accelerator, (stats, summaries)))
 
 
 def verdict_stats(verdicts):

@@ -14,8 +14,9 @@ import time
 
 import torch
 
+from training.rl.distributed import batch_count, minibatches
 from training.rl.gae import explained_variance, gae, masked_mean, masked_whiten
-from training.rl.metrics import Guards, Metrics, TrainingCollapsed, episode_stats
+from training.rl.metrics import Guards, Metrics, TrainingCollapsed, episode_summary, step_stats
 
 
 # -- the losses ---------------------------------------------------------------------------------------------------
@@ -86,10 +87,11 @@ def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, refere
              if recorded.sum() > 0 else 0.0,
              "policy_tokens": int(mask.sum().item()), "sequence_tokens": int(batch.attention.sum().item())}
     rows = []
+    count = batch_count(accelerator, len(batch), cfg.minibatch_size)  # the same on every rank
     for _ in range(cfg.epochs):
-        order = torch.randperm(len(batch), generator=generator)
-        for start in range(0, len(batch), cfg.minibatch_size):
-            index = order[start:start + cfg.minibatch_size]
+        order = torch.randperm(len(batch), generator=generator).tolist()
+        for chosen in minibatches(order, count, cfg.minibatch_size):
+            index = torch.tensor(chosen)
             mb, mb_mask = batch.select(index), mask[index]
             # the actor: clipped surrogate, entropy bonus, KL to the reference; environment tokens masked out
             logprobs, entropy = token_logprobs(actor, mb, temperature)
@@ -144,9 +146,9 @@ def train(run):
         t1 = time.monotonic()
         stats = update(actor, critic, batch, cfg, actor_opt, critic_opt, acc, reference, run.config.episode.temperature)
         update_s = time.monotonic() - t1
-        stats.update(episode_stats(trajectories), rollout_s=rollout_s, update_s=update_s,
-                     rollout_failures=rollouts.failures,
-                     tokens_per_s=stats["sequence_tokens"] / max(rollout_s + update_s, 1e-9))
+        stats.update(rollout_s=rollout_s, update_s=update_s, rollout_failures=rollouts.failures)
+        stats = step_stats(acc, stats, [episode_summary(t) for t in trajectories])  # every rank's, not this one's
+        stats["tokens_per_s"] = stats["sequence_tokens"] / max(stats["rollout_s"] + stats["update_s"], 1e-9)
         alarms = guards.check(stats)
         stats["guard_alarms"] = len(alarms)
         if acc.is_main_process:

@@ -13,7 +13,8 @@ import torch
 
 from agent.trajectory import Trajectory
 from training.rl.gae import masked_mean
-from training.rl.metrics import Metrics, distribution
+from training.rl.distributed import batch_count, gather, minibatches
+from training.rl.metrics import Metrics, distribution, merge_process_stats
 from training.rl.ppo import token_logprobs
 from training.rl.tokens import episode_reward
 
@@ -81,8 +82,8 @@ def train(run):
     for epoch in run.progress(range(start, cfg.epochs), "rft", cfg.epochs, start):
         order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(run.config.seed + epoch))
         losses, norms = [], []
-        for i in range(0, len(samples), cfg.batch_size):
-            batch = run.batch(samples=[samples[j] for j in order[i:i + cfg.batch_size].tolist()])
+        for index in minibatches(order.tolist(), batch_count(acc, len(samples), cfg.batch_size), cfg.batch_size):
+            batch = run.batch(samples=[samples[j] for j in index])
             loss = sft_loss(actor, batch)
             optimizer.zero_grad()
             acc.backward(loss)
@@ -90,9 +91,12 @@ def train(run):
             optimizer.step()
             losses.append(loss.item())
         record = {"loss": sum(losses) / len(losses), "grad_norm": sum(norms) / len(norms),
-                  "collected": len(trajectories), "kept": len(kept), "kept_fraction": len(kept) / len(trajectories),
+                  "collected": len(trajectories), "kept": len(kept),
                   "policy_tokens": sum(sum(s.mask) for s in samples), **distribution("kept_reward",
                                                                                     [episode_reward(t) for t in kept])}
+        record = merge_process_stats(gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens"},
+                                     episodes=False)  # every rank's share of the episodes
+        record["kept_fraction"] = record["kept"] / record["collected"]
         if acc.is_main_process:
             metrics.log(epoch, record)
         if (epoch + 1) % run.config.checkpoint_every == 0 or epoch + 1 == cfg.epochs:

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from sandbox import EvalConfig, SandboxError, evaluate
-from training.rl.metrics import Guards, Metrics, verdict_stats
+from training.rl.metrics import Guards, Metrics, step_stats
 from training.rl.ppo import update
 from training.rl.rollouts import LivePolicy
 from training.rl.tokens import Sample
@@ -79,8 +79,9 @@ def train(run):
         t1 = time.monotonic()
         stats = update(actor, critic, run.batch(samples=samples), ppo, actor_opt, critic_opt, acc,
                        temperature=e.temperature)
-        stats.update(verdict_stats(verdicts), rollout_s=rollout_s, update_s=time.monotonic() - t1,
+        stats.update(rollout_s=rollout_s, update_s=time.monotonic() - t1,
                      code_rate=sum(v["status"] != "no_code" for v in verdicts) / len(verdicts))
+        stats = step_stats(acc, stats, [{"verdict": v} for v in verdicts])  # every rank's, not this one's
         alarms = guards.check(stats)
         if acc.is_main_process:
             metrics.log(step, {**stats, "guard_alarms": len(alarms)})

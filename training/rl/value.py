@@ -11,6 +11,7 @@ import torch
 
 from agent.trajectory import Trajectory
 from training.rl import rft
+from training.rl.distributed import batch_count, mean, minibatches
 from training.rl.gae import explained_variance, gae, masked_mean
 from training.rl.metrics import Metrics
 from training.rl.ppo import token_values
@@ -39,8 +40,8 @@ def measure(critic, batch, gamma, lam):
 def fit_epoch(critic, samples, optimizer, accelerator, batch_of, cfg, gamma, order):
     """One pass of value regression over SAMPLES in ORDER; the mean loss."""
     losses = []
-    for i in range(0, len(samples), cfg.batch_size):
-        batch = batch_of([samples[j] for j in order[i:i + cfg.batch_size]])
+    for index in minibatches(order, batch_count(accelerator, len(samples), cfg.batch_size), cfg.batch_size):
+        batch = batch_of([samples[j] for j in index])
         loss = loss_on(critic, batch, targets(critic, batch, gamma, cfg.lam))
         optimizer.zero_grad()
         accelerator.backward(loss)
@@ -83,6 +84,8 @@ def train(run):
         train_loss = fit_epoch(critic, samples, optimizer, acc, lambda items: run.batch(samples=items), cfg, gamma,
                                order)
         loss, ev = measure(critic, everything, gamma, cfg.lam)
+        # Every rank measures its own states; convergence is judged on the mean, so all ranks stop together.
+        loss, ev, train_loss = (mean(acc, x) for x in (loss, ev, train_loss))
         streak = streak + 1 if ev == ev and ev > cfg.min_explained_variance else 0
         converged = streak >= cfg.patience
         if acc.is_main_process:
