@@ -16,7 +16,8 @@ from sandbox.problem import import_file
 MODULE_ATTRS = ("in_features", "out_features", "negative_slope", "dim", "eps", "normalized_shape", "min_val",
                 "max_val", "alpha", "beta", "threshold", "approximate", "p", "inplace", "lambd", "upper", "lower",
                 "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
-                "output_padding", "padding_mode", "transposed")
+                "output_padding", "padding_mode", "transposed", "num_groups", "num_channels", "num_features",
+                "affine", "track_running_stats")
 
 
 def _arg(value):

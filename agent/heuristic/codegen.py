@@ -140,8 +140,24 @@ void launch_fused({ptrs}float* out, int64_t n, cudaStream_t stream) {{
     return src
 
 
+def _affine_index(plan, row):
+    """C expression of the affine parameters' index for element r of row ROW: r for a layer norm, the channel for
+    group and instance norms."""
+    if not plan.groups:
+        return "r"
+    per_group = plan.channels // plan.groups
+    within = "r" if plan.spatial == 1 else f"r / {plan.spatial}LL"
+    return f"(({row}) % {plan.groups}LL) * {per_group}LL + {within}"
+
+
+def _norm_op(plan):
+    """The row operation the kernels write: group and instance norms are layer norms of their rows."""
+    return "layer_norm" if plan.row_op in ("group_norm", "instance_norm") else plan.row_op
+
+
 def cuda_rowwise(plan, block):
-    op = plan.row_op
+    op = _norm_op(plan)
+    index = _affine_index(plan, "row")
     affine = [o.name for o in plan.affine]
     src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
     src += _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", "__device__ __forceinline__ ")
@@ -202,7 +218,8 @@ void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stre
                        f" const float mean = acc.x / {plan.reduce}.f;"
                        f" const float rstd = rsqrtf(fmaxf(acc.y / {plan.reduce}.f - mean * mean, 0.f) + {plan.eps!r}f);",
                        "for (int64_t r = threadIdx.x; r < R; r += BLOCK) { float t = (pre_op(x[r]) - mean) * rstd; "
-                       + (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + "; " if affine else "")
+                       + (f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + "; "
+                          if affine else "")
                        + "y[r] = epi_op(t); }"),
     }[op]
     init, step, reduce, write = body
@@ -556,7 +573,8 @@ void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
 
 
 def cpp_rowwise(plan):
-    op, x = plan.row_op, plan.main.name
+    op, x = _norm_op(plan), plan.main.name
+    index = _affine_index(plan, "o")
     affine = [o.name for o in plan.affine]
     src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
     src += _op_function("epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body,
@@ -595,7 +613,8 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
         for (int64_t r = 0; r < {R}LL; ++r) {{ const float e = expf(pre_op(x[r]) - m); {keep} s += e; }}
         {tail}"""
     else:  # layer_norm
-        scale = (f"t = t * {affine[0]}[r]" + (f" + {affine[1]}[r]" if len(affine) > 1 else "") + ";") if affine else ""
+        scale = (f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + ";") \
+            if affine else ""
         core = f"""double sum = 0, sq = 0;
         for (int64_t r = 0; r < {R}LL; ++r) {{ const float v = pre_op(x[r]); sum += v; sq += (double)v * v; }}
         const float mean = (float)(sum / {R}.0);
@@ -745,41 +764,64 @@ void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}f
 # ----------------------------------------------------------------------------------------------------------
 # The binding and model_new.py
 # ----------------------------------------------------------------------------------------------------------
+def _plan_args(plan):
+    """The operands one plan's kernel function takes, in order (a tail's main input is its head's result)."""
+    args = []
+    if plan.kind in ("rowwise", "gemm", "conv"):
+        args.append(plan.main)
+    if plan.kind in ("gemm", "conv"):
+        args.append(plan.weight)
+    return args + (plan.affine if plan.kind == "rowwise" else plan.operands)
+
+
 def _tensor_args(plan):
     """(C parameter name, Python expression, expected numel) of every tensor the op takes, in order."""
     params = _param_names(plan)
 
     def py(o):
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
-    args = []
-    if plan.kind in ("rowwise", "gemm", "conv"):
-        args.append(plan.main)
-    if plan.kind in ("gemm", "conv"):
-        args.append(plan.weight)
-    args += plan.affine if plan.kind == "rowwise" else plan.operands
+    args = _plan_args(plan) + (plan.tail.affine if plan.tail else [])
     return [(o.name, py(o), math.prod(o.shape)) for o in args]
+
+
+def _launch(plan, device, space, ptrs, out):
+    """(declaration, call) of PLAN's kernel function in namespace SPACE ('' for none), given its input pointers
+    PTRS (C expressions) and OUT, the pointer it writes."""
+    extent = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL"}.get(plan.kind, "")
+    name = "launch_fused" if device == "cuda" else "run_fused"
+    stream = ", cudaStream_t" if device == "cuda" else ""
+    decl = f"void {name}({', '.join('const float*' for _ in ptrs)}, float*{', int64_t' if extent else ''}{stream});"
+    call = f"    {space + '::' if space else ''}{name}({', '.join(ptrs)}, {out}{extent}" + \
+        (", (cudaStream_t)stream);" if device == "cuda" else ");")
+    return (f"namespace {space} {{ {decl} }}" if space else decl), call
 
 
 def binding(plan, device):
     args = _tensor_args(plan)
     params = ", ".join(f"Tensor {name}" for name, _, _ in args)
     checks = "\n".join(f'    check({name}, {numel}LL, "{name}");' for name, _, numel in args)
-    ptrs = ", ".join(f"(const float*){name}.data_ptr()" for name, _, _ in args)
-    out_dims = ", ".join(str(d) for d in plan.out_shape)
     first = args[0][0]
-    call_args = ptrs
-    tail = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL"}.get(plan.kind, "")
+    ptr = "(const float*){}.data_ptr()".format
+    if plan.tail is None:
+        decl, call = _launch(plan, device, "", [ptr(o.name) for o in _plan_args(plan)], "(float*)out.data_ptr()")
+        out_dims = ", ".join(str(d) for d in plan.out_shape)
+        allocate = ""
+    else:
+        # The product (and its epilogue) writes `mid`; the tail's row-wise kernel reads it and writes `out`.
+        tail = plan.tail
+        head_decl, head_call = _launch(plan, device, "ks_head", [ptr(o.name) for o in _plan_args(plan)],
+                                       "(float*)mid.data_ptr()")
+        tail_decl, tail_call = _launch(tail, device, "ks_tail", ["(const float*)mid.data_ptr()"] +
+                                       [ptr(o.name) for o in _plan_args(tail)[1:]], "(float*)out.data_ptr()")
+        decl, call = head_decl + "\n" + tail_decl, head_call + "\n" + tail_call
+        out_dims = ", ".join(str(d) for d in tail.out_shape)
+        allocate = f"    Tensor mid = torch::stable::new_empty({first}, {{{', '.join(str(d) for d in plan.out_shape)}}});\n"
     if device == "cuda":
-        decl_ptrs = ", ".join("const float*" for _ in args)
-        decl = f"void launch_fused({decl_ptrs}, float*{', int64_t' if tail else ''}, cudaStream_t);"
         call = (f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
-                f"    launch_fused({call_args}, (float*)out.data_ptr(){tail}, (cudaStream_t)stream);")
+                + call)
         includes = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n"
         key = "CUDA"
     else:
-        decl_ptrs = ", ".join("const float*" for _ in args)
-        decl = f"void run_fused({decl_ptrs}, float*{', int64_t' if tail else ''});"
-        call = f"    run_fused({call_args}, (float*)out.data_ptr(){tail});"
         includes, key = "", "CPU"
     schema = ", ".join(f"Tensor {name}" for name, _, _ in args)
     return (HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
@@ -801,7 +843,7 @@ static void check(const Tensor& t, int64_t numel, const char* name) {{
 
 Tensor fused({params}) {{
 {checks}
-    Tensor out = torch::stable::new_empty({first}, {{{out_dims}}});
+{allocate}    Tensor out = torch::stable::new_empty({first}, {{{out_dims}}});
 {call}
     return out;
 }}
@@ -813,6 +855,7 @@ STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&
 
 def _param_names(plan):
     args = ([plan.main, plan.weight] if plan.kind in ("gemm", "conv") else []) + list(plan.affine) + list(plan.operands)
+    args += plan.tail.affine if plan.tail else []
     return list(dict.fromkeys(o.ref for o in args if o is not None and o.source == "param"))
 
 
@@ -876,15 +919,32 @@ class ModelNew(nn.Module):
 '''
 
 
+def _chained(head, tail, prelude):
+    """One kernel file of a product's source and its row-wise tail's, both written after PRELUDE: the prelude
+    once, then their includes, then each in a namespace of its own (ks_head, ks_tail)."""
+    includes, blocks = [], []
+    for space, source in (("ks_head", head), ("ks_tail", tail)):
+        assert source.startswith(prelude), "a kernel source that does not start with its prelude"
+        lines = source[len(prelude):].splitlines()
+        includes += [line for line in lines if line.startswith("#include") and line not in includes]
+        body = "\n".join(line for line in lines if not line.startswith("#include"))
+        blocks.append(f"namespace {space} {{\n{body}\n}}  // namespace {space}\n")
+    return prelude + "".join(line + "\n" for line in includes) + "\n".join(blocks)
+
+
 def workspace_files(plan, device, problem_source, block=256):
     kernel = {("cuda", "elementwise"): cuda_elementwise, ("cuda", "rowwise"): cuda_rowwise,
               ("cuda", "gemm"): cuda_gemm, ("cuda", "conv"): cuda_conv}
     if device == "cuda":
         source = kernel[(device, plan.kind)](plan, block)
+        if plan.tail:
+            source = _chained(source, kernel[(device, "rowwise")](plan.tail, block), CUDA_PRELUDE.format(block=block))
         name = "kernels/fused.cu"
     else:
-        source = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm,
-                  "conv": cpp_conv}[plan.kind](plan)
+        cpp = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm, "conv": cpp_conv}
+        source = cpp[plan.kind](plan)
+        if plan.tail:
+            source = _chained(source, cpp_rowwise(plan.tail), CPP_PRELUDE)
         name = "kernels/fused.cpp"
     return {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
             "model_new.py": model_new(plan, problem_source, device)}

@@ -1,5 +1,6 @@
 """From an analyzed graph to a fusion plan: one elementwise kernel, one row-wise kernel, a GEMM or a convolution
-with a fused epilogue. Anything else is named as the operator that stops the plan (no fallback is ever written)."""
+with a fused epilogue (and, after it, one row-wise kernel over its result). Anything else is named as the operator
+that stops the plan (no fallback is ever written)."""
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,8 +46,13 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "amax": "max", "amin": "min", "Linear": "linear", "matmul": "matmul", "mm": "matmul", "bmm": "matmul",
            "LayerNorm": "layer_norm", "layer_norm": "layer_norm", "logsumexp": "logsumexp", "Dropout": "dropout",
            "dropout": "dropout", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv", "ConvTranspose1d": "conv",
-           "ConvTranspose2d": "conv", "ConvTranspose3d": "conv"}
-ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm"}
+           "ConvTranspose2d": "conv", "ConvTranspose3d": "conv", "GroupNorm": "group_norm",
+           "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm"}
+ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
+           "instance_norm"}
+# Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
+# instance norm over each (sample, group) of [N, C, *spatial], contiguous, their affine per channel.
+NORMS = {"layer_norm", "group_norm", "instance_norm"}
 
 
 @dataclass
@@ -70,7 +76,12 @@ class Plan:
     reduce: int = 1
     inner: int = 1
     eps: float = 1e-5
-    affine: list = field(default_factory=list)  # layer_norm weight and bias operands
+    affine: list = field(default_factory=list)  # a norm's weight and bias operands
+    # group_norm / instance_norm: rows are (sample, group); the affine's channel of row o, element r is
+    # (o % groups) * (channels / groups) + r / spatial.
+    groups: int = 0
+    channels: int = 0
+    spatial: int = 1
     # rowwise: the reduction's result combined with the input again (x / f(reduce(x)), RMS and L1 norms): the
     # epilogue reads LOAD_<main> too and writes the input's shape.
     normalize: bool = False
@@ -87,6 +98,10 @@ class Plan:
     conv: dict = field(default_factory=dict)
     scalars: dict = field(default_factory=dict)  # input position -> the number forward must be given
     describe: str = ""
+    # gemm/conv: a row-wise plan over this plan's result (softmax, logsumexp, a norm, a reduction after the
+    # product): the product and its epilogue write an intermediate tensor that the tail's kernel reads as its main
+    # input; its other operands (a norm's affine parameters) are the model's parameters.
+    tail: "Plan | None" = None
 
     def to_json(self):
         from dataclasses import asdict
@@ -96,7 +111,8 @@ class Plan:
 class _Builder:
     """Walks the graph in order, turning each node into C statements over float locals."""
 
-    def __init__(self, analysis):
+    def __init__(self, analysis, prefix="t"):
+        self.prefix = prefix  # of the operands' C names: a tail's differ from its head's
         self.nodes = {n["name"]: n for n in analysis["nodes"]}
         self.order = analysis["nodes"]
         self.params = analysis["params"]
@@ -110,7 +126,7 @@ class _Builder:
     def operand(self, source, ref, shape):
         key = (source, ref)
         if key not in self.operands:
-            self.operands[key] = Operand(f"t{len(self.operands)}", source, ref, list(shape))
+            self.operands[key] = Operand(f"{self.prefix}{len(self.operands)}", source, ref, list(shape))
         return self.operands[key]
 
     def value(self, arg):
@@ -179,8 +195,11 @@ class _Builder:
             return False
         fields = {"x": x}
         if op == "clamp":
-            lo = attrs.get("min_val", kw.get("min", args[1] if len(args) > 1 else None))
-            hi = attrs.get("max_val", kw.get("max", args[2] if len(args) > 2 else None))
+            # torch.clamp(x, min, max); F.hardtanh(x, min_val, max_val) (fx passes those as keywords)
+            lo = attrs.get("min_val", kw.get("min", kw.get("min_val", args[1] if len(args) > 1 else None)))
+            hi = attrs.get("max_val", kw.get("max", kw.get("max_val", args[2] if len(args) > 2 else None)))
+            if node.get("target") == "hardtanh":  # F.hardtanh's defaults are -1 and 1, not unbounded
+                lo, hi = (-1.0 if lo is None else lo), (1.0 if hi is None else hi)
             fields.update(lo=_f(-math.inf if lo is None else lo), hi=_f(math.inf if hi is None else hi))
         elif op == "leaky_relu":
             fields["slope"] = _f(attrs.get("negative_slope", kw.get("negative_slope", args[1] if len(args) > 1 else 0.01)))
@@ -265,8 +284,8 @@ def _elementwise_plan(analysis, nodes):
     return _finish(b, plan, out)
 
 
-def _rowwise_plan(analysis, nodes, at):
-    b = _Builder(analysis)
+def _rowwise_plan(analysis, nodes, at, prefix="t"):
+    b = _Builder(analysis, prefix)
     for node in nodes[:at]:
         if not b.elementwise(node):
             raise Unsupported(f"operator {node.get('target')} before the row-wise operation is not elementwise")
@@ -275,7 +294,17 @@ def _rowwise_plan(analysis, nodes, at):
     src = row["args"][0]
     in_shape = b.nodes[src["node"]]["shape"]
     kw, attrs = row.get("kwargs") or {}, row.get("attrs") or {}
-    if op == "layer_norm":
+    groups = 0
+    if op in ("group_norm", "instance_norm"):
+        if row["op"] != "call_module":
+            raise Unsupported(f"{row['target']} as a function (the heuristic reads nn.GroupNorm / nn.InstanceNorm)")
+        if op == "instance_norm" and attrs.get("track_running_stats"):
+            raise Unsupported(f"{row['target']} with track_running_stats=True (running statistics in eval mode)")
+        if len(in_shape) < 2:
+            raise Unsupported(f"{row['target']} of a tensor without a channel dim")
+        groups = int(attrs["num_groups"]) if op == "group_norm" else in_shape[1]
+        dims = list(range(1, len(in_shape)))  # each sample's groups are contiguous runs of these dims
+    elif op == "layer_norm":
         norm = attrs.get("normalized_shape", kw.get("normalized_shape", row["args"][1] if len(row["args"]) > 1 else None))
         norm = [norm] if isinstance(norm, int) else list(norm)
         dims = list(range(len(in_shape) - len(norm), len(in_shape)))
@@ -295,6 +324,10 @@ def _rowwise_plan(analysis, nodes, at):
     outer = math.prod(in_shape[:dims[0]])
     reduce = math.prod(in_shape[dims[0]:dims[-1] + 1])
     inner = math.prod(in_shape[dims[-1] + 1:])
+    if groups:
+        if in_shape[1] % groups:
+            raise Unsupported(f"{row['target']}: {in_shape[1]} channels in {groups} groups")
+        outer, reduce = outer * groups, reduce // groups
     if inner != 1 and op not in ("sum", "mean", "max", "min", "norm"):
         raise Unsupported(f"{row['target']} over a dim that is not the last one")
     if op in ("max", "min") and row.get("target") in ("max", "min") and _output_node(analysis) == row["name"]:
@@ -304,10 +337,13 @@ def _rowwise_plan(analysis, nodes, at):
     # torch.max(x, dim) is a (values, indices) pair: its shape is that of the values taken from it.
     shape = row["shape"] if row["shape"] is not None else b.nodes[_output_node(analysis)]["shape"]
     plan = Plan("rowwise", shape, row_op=op, outer=outer, reduce=reduce, inner=inner,
-                eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op == "layer_norm" else 1e-5,
-                describe=f"one row-wise {op} kernel (rows of {reduce}) with {at} fused operator(s) before it")
+                eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op in NORMS else 1e-5,
+                groups=groups, channels=in_shape[1] if groups else 0,
+                spatial=math.prod(in_shape[2:]) if groups else 1,
+                describe=f"one row-wise {op} kernel (rows of {reduce})"
+                         + (f" with {at} fused operator(s) before it" if at else ""))
     plan.prologue = prologue + [f"const float pre = {main_expr};"]
-    if op == "layer_norm" and row["op"] == "call_module":
+    if op in NORMS and row["op"] == "call_module":
         for pname in ("weight", "bias"):
             if pname in (row.get("params") or {}):
                 full = f"{row['module']}.{pname}"
@@ -415,17 +451,14 @@ def _gemm_plan(analysis, nodes, transposes=None):
     m = math.prod(x_node["shape"][:-1]) // batch
     b.values[first["name"]] = "acc" if bias is None else "(acc + LOAD_" + b.operand("param", bias, analysis["params"][bias]).name + ")"
     b.operands.pop(("input", x.ref), None)
-    for node in nodes[1:]:
-        if not b.elementwise(node):
-            raise Unsupported(f"operator {node.get('target')} after the matrix product is not elementwise")
-    out = _output_node(analysis)
+    out, tail, fused = _epilogue(analysis, b, nodes, "the matrix product")
     plan = Plan("gemm", b.nodes[out]["shape"], main=x, weight=weight, transposed_b=transposed, m=m, n=n, k=k,
-                batch=batch, describe=f"GEMM ({m}x{k} by {k}x{n}) with {len(nodes) - 1} operator(s) fused after it")
+                batch=batch, describe=f"GEMM ({m}x{k} by {k}x{n}) with {fused} operator(s) fused after it")
     _finish(b, plan, out)
     for o in plan.operands:
         if math.prod(o.shape) not in (1, n) or (o.shape and o.shape[-1] != n and math.prod(o.shape) != 1):
             raise Unsupported(f"an epilogue tensor of shape {o.shape} that is not per-column")
-    return plan
+    return _with_tail(plan, tail)
 
 
 def _per_dim(value, dims):
@@ -455,20 +488,62 @@ def _conv_plan(analysis, nodes):
         # The bias is per output channel: shaped [C, 1, ...] so that it broadcasts along dim 1 of [N, C, ...].
         value = f"(acc + LOAD_{b.operand('param', bias, [out_shape[1]] + [1] * dims).name})"
     b.values[first["name"]] = value
-    for node in nodes[1:]:
-        if not b.elementwise(node):
-            raise Unsupported(f"operator {node.get('target')} ({node['name']}) after {first['target']} is not "
-                              "elementwise")
-    out = _output_node(analysis)
+    out, tail, fused = _epilogue(analysis, b, nodes, first["target"])
     conv = {"transposed": transposed, "dims": dims, "in_shape": list(x_node["shape"]), "w_shape": list(weight.shape),
             "conv_shape": list(out_shape), "stride": _per_dim(attrs.get("stride", 1), dims),
             "padding": _per_dim(attrs.get("padding", 0), dims), "dilation": _per_dim(attrs.get("dilation", 1), dims),
             "output_padding": _per_dim(attrs.get("output_padding", 0), dims), "groups": int(attrs.get("groups", 1))}
     plan = Plan("conv", b.nodes[out]["shape"], main=x, weight=weight, conv=conv,
                 describe=f"{first['target']} ({'x'.join(map(str, x_node['shape']))} -> "
-                         f"{'x'.join(map(str, out_shape))}) with {len(nodes) - 1 + (bias is not None)} operator(s) "
+                         f"{'x'.join(map(str, out_shape))}) with {fused + (bias is not None)} operator(s) "
                          "fused after it")
     _finish(b, plan, out)
     if list(plan.out_shape) != list(out_shape):
         raise Unsupported(f"an epilogue that changes the shape {out_shape} of the convolution's output")
+    return _with_tail(plan, tail)
+
+
+def _epilogue(analysis, builder, nodes, what):
+    """Fuse the elementwise operators after a library product (NODES[0]) into BUILDER, up to the end or to the first
+    row-wise operator; (the node whose value the product's kernels write, the row-wise tail's Plan or None, how
+    many operators were fused)."""
+    for i, node in enumerate(nodes[1:], 1):
+        if builder.elementwise(node):
+            continue
+        if _canonical(node) in ROW_OPS and not _is_binary_minmax(node):
+            source = node["args"][0]
+            if not isinstance(source, dict) or source.get("node") not in builder.values:
+                raise Unsupported(f"operator {node.get('target')} after {what} does not read the fused result")
+            return source["node"], _tail_plan(analysis, nodes[i:], source["node"]), i - 1
+        raise Unsupported(f"operator {node.get('target')} ({node['name']}) after {what} is not elementwise")
+    return _output_node(analysis), None, len(nodes) - 1
+
+
+def _tail_plan(analysis, nodes, head_out):
+    """The row-wise plan of NODES (a row-wise operator first) over the product's result HEAD_OUT, which it reads as
+    its only input: the model's own inputs and values computed before it are out of its reach."""
+    renamed = []
+    for node in analysis["nodes"]:
+        if node["name"] == head_out:
+            renamed.append({**node, "op": "placeholder"})
+        elif node["op"] == "placeholder":
+            renamed.append({**node, "op": "input_of_the_product"})  # read by the tail: Unsupported, by name
+        else:
+            renamed.append(node)
+    tail_analysis = {**analysis, "nodes": renamed, "inputs": [{}]}
+    rows = [n for n in nodes if _canonical(n) in ROW_OPS and not _is_binary_minmax(n)]
+    if len(rows) > 1:
+        raise Unsupported(f"{rows[1]['target']} after {rows[0]['target']}: one row-wise operation after the product")
+    try:
+        return _rowwise_plan(tail_analysis, nodes, 0, prefix="u")
+    except Unsupported as exc:
+        raise Unsupported(f"after the product, {exc}") from None
+
+
+def _with_tail(plan, tail):
+    if tail is not None:
+        if tail.main.shape != list(plan.out_shape):
+            raise Unsupported(f"the row-wise tail reads {tail.main.shape}, the product writes {plan.out_shape}")
+        plan.tail = tail
+        plan.describe += f", then {tail.describe}"
     return plan

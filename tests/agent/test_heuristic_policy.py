@@ -89,6 +89,99 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+LINEAR_SOFTMAX = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(32, 48)
+
+    def forward(self, x):
+        return torch.softmax(torch.nn.functional.gelu(self.linear(x)), dim=1) * 2.0
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_CHANNEL_MIN = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        x = torch.min(self.conv(x) * 0.5, dim=1, keepdim=True)[0]
+        return torch.tanh(torch.tanh(x))
+
+def get_inputs():
+    return [torch.randn(2, 3, 12, 12)]
+
+def get_init_inputs():
+    return []
+"""
+GROUP_NORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return torch.relu(self.norm(x * 2.0)) - 0.5
+
+def get_inputs():
+    return [torch.randn(4, 16, 8, 8)]
+
+def get_init_inputs():
+    return []
+"""
+LINEAR_GROUP_NORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(32, 64)
+        self.norm = nn.GroupNorm(8, 64)
+
+    def forward(self, x):
+        return torch.nn.functional.hardtanh(self.norm(self.linear(x)), -0.5, 0.5)
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_INSTANCE_NORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.norm = nn.InstanceNorm2d(8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)) / 2.0
+
+def get_inputs():
+    return [torch.randn(2, 3, 12, 12)]
+
+def get_init_inputs():
+    return []
+"""
 CONV_POOL = """
 import torch
 import torch.nn as nn
@@ -120,7 +213,10 @@ def run_episode(tmp_path, source, name):
 
 @pytest.mark.parametrize("name,source", [("chain", ELEMENTWISE_CHAIN), ("softmax", ROW_REDUCTION),
                                          ("linear", LINEAR_EPILOGUE), ("conv", CONV_EPILOGUE),
-                                         ("rms_norm", RMS_NORM)])
+                                         ("rms_norm", RMS_NORM), ("linear_softmax", LINEAR_SOFTMAX),
+                                         ("conv_channel_min", CONV_CHANNEL_MIN), ("group_norm", GROUP_NORM),
+                                         ("linear_group_norm", LINEAR_GROUP_NORM),
+                                         ("conv_instance_norm", CONV_INSTANCE_NORM)])
 def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, source):
     traj = run_episode(tmp_path, source, name)
     assert traj.stop_reason == "submitted"
@@ -179,3 +275,44 @@ def test_matmuls_of_transposed_or_stacked_inputs_plan_one_gemm(tmp_path, source,
     assert plan.kind == "gemm"
     assert {key: getattr(plan, key) for key in expected} == expected
     assert plan.weight.source == "input" and plan.weight.ref == 1
+
+
+@pytest.mark.parametrize("source,row_op,fused", [(LINEAR_SOFTMAX, "softmax", 1), (CONV_CHANNEL_MIN, "min", 2),
+                                                 (LINEAR_GROUP_NORM, "group_norm", 0),
+                                                 (CONV_INSTANCE_NORM, "instance_norm", 1)],
+                         ids=["gemm_softmax", "conv_min", "gemm_group_norm", "conv_instance_norm"])
+def test_a_row_operation_after_a_product_becomes_a_tail_kernel_over_its_result(tmp_path, source, row_op, fused):
+    from agent.heuristic.analyze import analyze
+    from agent.heuristic.codegen import workspace_files
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    plan = make_plan(analyze(str(problem)))
+    assert plan.tail is not None and plan.tail.row_op == row_op
+    assert f"with {fused} operator(s) fused after it, then one row-wise {row_op} kernel" in plan.describe
+    assert plan.tail.main.shape == plan.out_shape and plan.tail.main.name.startswith("u")
+    for device in ("cpu", "cuda"):
+        files = workspace_files(plan, device, source)
+        kernel = files["kernels/fused.cu" if device == "cuda" else "kernels/fused.cpp"]
+        assert "namespace ks_head {" in kernel and "namespace ks_tail {" in kernel
+        assert "Tensor mid = torch::stable::new_empty(" in files["binding.cpp"]
+
+
+def test_a_tail_that_reads_a_model_input_again_is_refused_by_name(tmp_path):
+    from agent.heuristic.analyze import analyze
+    problem = tmp_path / "problem.py"
+    problem.write_text(LINEAR_SOFTMAX.replace("* 2.0", "* x.sum()").replace("nn.Linear(32, 48)", "nn.Linear(32, 32)"))
+    with pytest.raises(Unsupported, match="after the product"):
+        make_plan(analyze(str(problem)))
+
+
+def test_group_norm_rows_are_sample_groups_and_its_affine_is_per_channel(tmp_path):
+    from agent.heuristic.analyze import analyze
+    from agent.heuristic.codegen import cpp_rowwise
+    problem = tmp_path / "problem.py"
+    problem.write_text(GROUP_NORM)
+    plan = make_plan(analyze(str(problem)))
+    assert (plan.kind, plan.row_op, plan.outer, plan.reduce, plan.inner) == ("rowwise", "group_norm", 16, 256, 1)
+    assert (plan.groups, plan.channels, plan.spatial) == (4, 16, 64)
+    assert [o.ref for o in plan.affine] == ["norm.weight", "norm.bias"]
+    # element r of row o (sample o / 4, group o % 4) is channel (o % 4) * 4 + r / 64
+    assert "[((o) % 4LL) * 4LL + r / 64LL]" in cpp_rowwise(plan)

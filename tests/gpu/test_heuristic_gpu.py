@@ -1,6 +1,6 @@
-"""The heuristic policy end to end on the GPU: KernelBench problems of levels 1 and 2 (elementwise, row-wise,
-cuBLAS GEMM and cuDNN convolution with their epilogues), one episode each, reaching a correct solution through the same tools a model
-uses."""
+"""The heuristic policy end to end on the GPU: KernelBench problems of levels 1 and 2 (elementwise, row-wise and
+group norms, cuBLAS GEMM and cuDNN convolution with their epilogues and row-wise tails), one episode each, reaching
+a correct solution through the same tools a model uses."""
 import pytest
 
 PROBLEMS = (
@@ -14,6 +14,9 @@ PROBLEMS = (
     (1, "63_conv_standard_2D__square_input__square_kernel"),
     (1, "57_conv_transposed_2D__square_input__square_kernel"),
     (2, "1_Conv2D_ReLU_BiasAdd"),
+    (1, "35_GroupNorm_"),
+    (2, "99_Matmul_GELU_Softmax"),
+    (2, "30_Gemm_GroupNorm_Hardtanh"),
 )
 
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])
