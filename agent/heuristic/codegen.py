@@ -761,17 +761,97 @@ void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}f
 """
 
 
+def _pool_geometry(plan):
+    """The pool's shapes and window padded to three spatial dims (missing ones of size 1)."""
+    p = plan.pool
+    pad = 3 - p["dims"]
+    ins = p["in_shape"][2:]
+    outs = p["pool_shape"][2:]
+    return ([1] * pad + ins, [1] * pad + outs, [1] * pad + p["kernel"], [1] * pad + p["stride"],
+            [0] * pad + p["padding"], [1] * pad + p["dilation"])
+
+
+def _pool_body(plan):
+    """The loop over one output's window (C, shared by the CUDA and C++ kernels): reads xc, leaves `pooled`."""
+    (d_in, h_in, w_in), (d_out, h_out, w_out), (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = \
+        _pool_geometry(plan)
+    is_max = plan.row_op == "max_pool"
+    counted = not is_max and not plan.pool["count_include_pad"]  # the divisor is the window's elements inside
+    step = "acc = fmaxf(acc, v);" if is_max else "acc += v;" + (" ++count;" if counted else "")
+    final = "acc" if is_max else ("acc / (float)count" if counted else f"acc / {kd * kh * kw}.0f")
+    return f"""const int64_t ow = i % {w_out}LL, oh = (i / {w_out}LL) % {h_out}LL, od = (i / {w_out * h_out}LL) % {d_out}LL;
+        const float* xc = x + (i / {w_out * h_out * d_out}LL) * {d_in * h_in * w_in}LL;
+        float acc = {"-INFINITY" if is_max else "0.f"};{" int count = 0;" if counted else ""}
+        for (int64_t a = 0; a < {kd}; ++a) {{
+            const int64_t id = od * {sd} - {pd} + a * {dd}; if (id < 0 || id >= {d_in}) continue;
+            for (int64_t bb = 0; bb < {kh}; ++bb) {{
+                const int64_t ih = oh * {sh} - {ph} + bb * {dh}; if (ih < 0 || ih >= {h_in}) continue;
+                for (int64_t c = 0; c < {kw}; ++c) {{
+                    const int64_t iw = ow * {sw} - {pw} + c * {dw}; if (iw < 0 || iw >= {w_in}) continue;
+                    const float v = pre_op(xc[(id * {h_in} + ih) * {w_in}LL + iw]); {step}
+                }}
+            }}
+        }}
+        const float pooled = {final};"""
+
+
+def _pool_functions(plan, qualifier):
+    names = [o.name for o in plan.operands]
+    src = _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", qualifier)
+    src += _op_function("epi_op", ["POOL"] + [f"LOAD_{n}" for n in names], plan.body, qualifier=qualifier)
+    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape, 'i')}]" for o in plan.operands)
+    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
+    return src, loads, ptrs
+
+
+def cpp_pool(plan):
+    src, loads, ptrs = _pool_functions(plan, "static inline ")
+    total = math.prod(plan.out_shape)
+    return CPP_PRELUDE + src + f"""
+void run_fused(const float* __restrict__ x, {ptrs}float* __restrict__ out) {{
+    #pragma omp parallel for schedule(static) if({total}LL >= {PARALLEL_ELEMENTS})
+    for (int64_t i = 0; i < {total}LL; ++i) {{
+        {_pool_body(plan)}
+        out[i] = epi_op(pooled{loads});
+    }}
+}}
+"""
+
+
+def cuda_pool(plan, block):
+    src, loads, ptrs = _pool_functions(plan, "__device__ __forceinline__ ")
+    total = math.prod(plan.out_shape)
+    names = "".join(o.name + ", " for o in plan.operands)
+    return CUDA_PRELUDE.format(block=block) + src + f"""
+__global__ void pool_kernel(const float* __restrict__ x, {ptrs}float* __restrict__ out) {{
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {total}LL; i += (int64_t)gridDim.x * BLOCK) {{
+        {_pool_body(plan)}
+        out[i] = epi_op(pooled{loads});
+    }}
+}}
+void launch_fused(const float* x, {ptrs}float* out, cudaStream_t stream) {{
+    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    pool_kernel<<<blocks, BLOCK, 0, stream>>>(x, {names}out);
+}}
+"""
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The binding and model_new.py
 # ----------------------------------------------------------------------------------------------------------
 def _plan_args(plan):
     """The operands one plan's kernel function takes, in order (a tail's main input is its head's result)."""
     args = []
-    if plan.kind in ("rowwise", "gemm", "conv"):
+    if plan.kind in ("rowwise", "gemm", "conv", "pool"):
         args.append(plan.main)
     if plan.kind in ("gemm", "conv"):
         args.append(plan.weight)
     return args + (plan.affine if plan.kind == "rowwise" else plan.operands)
+
+
+def _all_args(plan):
+    """The operands of a plan and of its tails (whose main inputs are intermediates, not arguments)."""
+    return _plan_args(plan) + [o for tail in plan.tails for o in _plan_args(tail)[1:]]
 
 
 def _tensor_args(plan):
@@ -780,8 +860,7 @@ def _tensor_args(plan):
 
     def py(o):
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
-    args = _plan_args(plan) + (plan.tail.affine if plan.tail else [])
-    return [(o.name, py(o), math.prod(o.shape)) for o in args]
+    return [(o.name, py(o), math.prod(o.shape)) for o in _all_args(plan)]
 
 
 def _launch(plan, device, space, ptrs, out):
@@ -802,20 +881,23 @@ def binding(plan, device):
     checks = "\n".join(f'    check({name}, {numel}LL, "{name}");' for name, _, numel in args)
     first = args[0][0]
     ptr = "(const float*){}.data_ptr()".format
-    if plan.tail is None:
-        decl, call = _launch(plan, device, "", [ptr(o.name) for o in _plan_args(plan)], "(float*)out.data_ptr()")
-        out_dims = ", ".join(str(d) for d in plan.out_shape)
-        allocate = ""
-    else:
-        # The product (and its epilogue) writes `mid`; the tail's row-wise kernel reads it and writes `out`.
-        tail = plan.tail
-        head_decl, head_call = _launch(plan, device, "ks_head", [ptr(o.name) for o in _plan_args(plan)],
-                                       "(float*)mid.data_ptr()")
-        tail_decl, tail_call = _launch(tail, device, "ks_tail", ["(const float*)mid.data_ptr()"] +
-                                       [ptr(o.name) for o in _plan_args(tail)[1:]], "(float*)out.data_ptr()")
-        decl, call = head_decl + "\n" + tail_decl, head_call + "\n" + tail_call
-        out_dims = ", ".join(str(d) for d in tail.out_shape)
-        allocate = f"    Tensor mid = torch::stable::new_empty({first}, {{{', '.join(str(d) for d in plan.out_shape)}}});\n"
+    # Each stage writes an intermediate (mid0, mid1, ...) that the next one reads; the last writes `out`.
+    stages = [plan] + plan.tails
+    writes = [f"mid{i}" for i in range(len(plan.tails))] + ["out"]
+    decls, calls, allocate = [], [], ""
+    for i, stage in enumerate(stages):
+        space = "" if not plan.tails else "ks_head" if i == 0 else f"ks_tail{i - 1}"
+        inputs = [ptr(o.name) for o in _plan_args(stage)]
+        if i:
+            inputs[0] = f"(const float*){writes[i - 1]}.data_ptr()"
+        decl, call = _launch(stage, device, space, inputs, f"(float*){writes[i]}.data_ptr()")
+        decls.append(decl)
+        calls.append(call)
+        if i < len(plan.tails):
+            allocate += (f"    Tensor {writes[i]} = torch::stable::new_empty({first}, "
+                         f"{{{', '.join(str(d) for d in stage.out_shape)}}});\n")
+    decl, call = "\n".join(decls), "\n".join(calls)
+    out_dims = ", ".join(str(d) for d in plan.result_shape)
     if device == "cuda":
         call = (f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
                 + call)
@@ -854,8 +936,7 @@ STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&
 
 
 def _param_names(plan):
-    args = ([plan.main, plan.weight] if plan.kind in ("gemm", "conv") else []) + list(plan.affine) + list(plan.operands)
-    args += plan.tail.affine if plan.tail else []
+    args = _all_args(plan)
     return list(dict.fromkeys(o.ref for o in args if o is not None and o.source == "param"))
 
 
@@ -919,11 +1000,12 @@ class ModelNew(nn.Module):
 '''
 
 
-def _chained(head, tail, prelude):
-    """One kernel file of a product's source and its row-wise tail's, both written after PRELUDE: the prelude
-    once, then their includes, then each in a namespace of its own (ks_head, ks_tail)."""
+def _chained(sources, prelude):
+    """One kernel file of a product's source and its tails', all written after PRELUDE: the prelude once, then their
+    includes, then each in a namespace of its own (ks_head, ks_tail0, ks_tail1, ...)."""
     includes, blocks = [], []
-    for space, source in (("ks_head", head), ("ks_tail", tail)):
+    for i, source in enumerate(sources):
+        space = "ks_head" if i == 0 else f"ks_tail{i - 1}"
         assert source.startswith(prelude), "a kernel source that does not start with its prelude"
         lines = source[len(prelude):].splitlines()
         includes += [line for line in lines if line.startswith("#include") and line not in includes]
@@ -933,18 +1015,16 @@ def _chained(head, tail, prelude):
 
 
 def workspace_files(plan, device, problem_source, block=256):
-    kernel = {("cuda", "elementwise"): cuda_elementwise, ("cuda", "rowwise"): cuda_rowwise,
-              ("cuda", "gemm"): cuda_gemm, ("cuda", "conv"): cuda_conv}
     if device == "cuda":
-        source = kernel[(device, plan.kind)](plan, block)
-        if plan.tail:
-            source = _chained(source, kernel[(device, "rowwise")](plan.tail, block), CUDA_PRELUDE.format(block=block))
-        name = "kernels/fused.cu"
+        kernel = {"elementwise": cuda_elementwise, "rowwise": cuda_rowwise, "gemm": cuda_gemm, "conv": cuda_conv,
+                  "pool": cuda_pool}
+        sources = [kernel[stage.kind](stage, block) for stage in [plan] + plan.tails]
+        prelude, name = CUDA_PRELUDE.format(block=block), "kernels/fused.cu"
     else:
-        cpp = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm, "conv": cpp_conv}
-        source = cpp[plan.kind](plan)
-        if plan.tail:
-            source = _chained(source, cpp_rowwise(plan.tail), CPP_PRELUDE)
-        name = "kernels/fused.cpp"
+        kernel = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm, "conv": cpp_conv,
+                  "pool": cpp_pool}
+        sources = [kernel[stage.kind](stage) for stage in [plan] + plan.tails]
+        prelude, name = CPP_PRELUDE, "kernels/fused.cpp"
+    source = _chained(sources, prelude) if plan.tails else sources[0]
     return {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
             "model_new.py": model_new(plan, problem_source, device)}

@@ -47,7 +47,11 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "LayerNorm": "layer_norm", "layer_norm": "layer_norm", "logsumexp": "logsumexp", "Dropout": "dropout",
            "dropout": "dropout", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv", "ConvTranspose1d": "conv",
            "ConvTranspose2d": "conv", "ConvTranspose3d": "conv", "GroupNorm": "group_norm",
-           "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm"}
+           "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm",
+           "MaxPool1d": "max_pool", "MaxPool2d": "max_pool", "MaxPool3d": "max_pool", "max_pool1d": "max_pool",
+           "max_pool2d": "max_pool", "max_pool3d": "max_pool", "AvgPool1d": "avg_pool", "AvgPool2d": "avg_pool",
+           "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool"}
+POOLS = {"max_pool", "avg_pool"}
 ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
            "instance_norm"}
 # Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
@@ -65,7 +69,7 @@ class Operand:
 
 @dataclass
 class Plan:
-    kind: str  # elementwise | rowwise | gemm | conv
+    kind: str  # elementwise | rowwise | gemm | conv | pool
     out_shape: list
     operands: list = field(default_factory=list)  # tensors the fused body reads (besides the main input)
     body: list = field(default_factory=list)  # C statements; the value ends in `result`
@@ -98,14 +102,20 @@ class Plan:
     conv: dict = field(default_factory=dict)
     scalars: dict = field(default_factory=dict)  # input position -> the number forward must be given
     describe: str = ""
-    # gemm/conv: a row-wise plan over this plan's result (softmax, logsumexp, a norm, a reduction after the
-    # product): the product and its epilogue write an intermediate tensor that the tail's kernel reads as its main
-    # input; its other operands (a norm's affine parameters) are the model's parameters.
-    tail: "Plan | None" = None
+    # pool: the window (max or avg) over the spatial dims of [N, C, *spatial], one entry per spatial dim.
+    pool: dict = field(default_factory=dict)
+    # Stages after this one (row-wise or pool plans), in order: each reads the previous stage's result (this plan's
+    # for the first) as its main input, an intermediate tensor; its other operands are the model's parameters.
+    tails: list = field(default_factory=list)
 
     def to_json(self):
         from dataclasses import asdict
         return asdict(self)
+
+    @property
+    def result_shape(self):
+        """The shape the last stage writes: the model's output."""
+        return list(self.tails[-1].out_shape if self.tails else self.out_shape)
 
 
 class _Builder:
@@ -245,19 +255,75 @@ def make_plan(analysis):
             raise Unsupported(f"{n['name']} is {n['dtype']}; the heuristic writes float32 kernels")
     ops = [_canonical(n) for n in nodes]
     transposes = _input_transposes(analysis, nodes)
+    stages = [i for i, node in enumerate(nodes) if _starts_stage(node)]
     if transposes and len(ops) > len(transposes) and ops[len(transposes)] == "matmul":
-        return _gemm_plan(analysis, nodes[len(transposes):], transposes)
-    if ops and ops[0] in ("linear", "matmul"):
-        return _gemm_plan(analysis, nodes)
-    if ops and ops[0] == "conv":
-        return _conv_plan(analysis, nodes)
-    rows = [i for i, op in enumerate(ops) if op in ROW_OPS and not _is_binary_minmax(nodes[i])]
-    if len(rows) > 1:
-        raise Unsupported(f"{nodes[rows[1]]['target']} after {nodes[rows[0]]['target']}: one row-wise operation "
-                          "per kernel")
-    if rows:
-        return _rowwise_plan(analysis, nodes, rows[0])
-    return _elementwise_plan(analysis, nodes)
+        nodes = nodes[len(transposes):]
+        plan, stop = _gemm_plan(analysis, nodes, transposes)
+    elif ops and ops[0] in ("linear", "matmul"):
+        plan, stop = _gemm_plan(analysis, nodes)
+    elif ops and ops[0] == "conv":
+        plan, stop = _conv_plan(analysis, nodes)
+    elif stages:
+        plan, stop = _stage_plan(analysis, nodes, stages[0])
+    else:
+        return _elementwise_plan(analysis, nodes)
+    while stop is not None:
+        # the next stage reads the result of the one before it, written to an intermediate tensor
+        rest = nodes[stop:]
+        tail_analysis = _stage_analysis(analysis, rest[0]["args"][0]["node"])
+        try:
+            tail, after = _stage_plan(tail_analysis, rest, 0, prefix=f"u{len(plan.tails)}_")
+        except Unsupported as exc:
+            raise Unsupported(f"after {plan.describe.split(' (')[0]}: {exc}") from None
+        plan.tails.append(tail)
+        plan.describe += f", then {tail.describe}"
+        stop = None if after is None else stop + after
+    return plan
+
+
+def _starts_stage(node):
+    """Whether NODE is an operator that needs a kernel of its own (a reduction, a norm, a pool)."""
+    op = _canonical(node)
+    return (op in ROW_OPS and not _is_binary_minmax(node)) or op in POOLS
+
+
+def _stage_plan(analysis, nodes, at, prefix="t"):
+    return (_pool_plan if _canonical(nodes[at]) in POOLS else _rowwise_plan)(analysis, nodes, at, prefix)
+
+
+def _fuse_after(builder, nodes, start, what):
+    """Fuse the elementwise operators NODES[START:] into BUILDER, up to the end (None) or up to the index of the
+    first one that starts a stage of its own and reads what was fused; Unsupported names any other operator."""
+    for i in range(start, len(nodes)):
+        node = nodes[i]
+        if builder.elementwise(node):
+            continue
+        if _starts_stage(node):
+            source = node["args"][0]
+            if not isinstance(source, dict) or source.get("node") not in builder.values:
+                raise Unsupported(f"operator {node.get('target')} after {what} does not read the fused result")
+            return i
+        raise Unsupported(f"operator {node.get('target')} ({node['name']}) after {what} is not elementwise")
+    return None
+
+
+def _result_node(analysis, nodes, stop):
+    """The node whose value a stage writes: the input of the next stage, or the model's output."""
+    return nodes[stop]["args"][0]["node"] if stop is not None else _output_node(analysis)
+
+
+def _stage_analysis(analysis, source):
+    """ANALYSIS as a later stage sees it: SOURCE (the previous stage's result) is its only input; the model's own
+    inputs and the values computed before it are out of its reach (reading them is Unsupported, by name)."""
+    renamed = []
+    for node in analysis["nodes"]:
+        if node["name"] == source:
+            renamed.append({**node, "op": "placeholder"})
+        elif node["op"] == "placeholder":
+            renamed.append({**node, "op": "input_of_an_earlier_stage"})
+        else:
+            renamed.append(node)
+    return {**analysis, "nodes": renamed, "inputs": [{}]}
 
 
 def _is_binary_minmax(node):
@@ -335,7 +401,10 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
     main_expr = b.value(src)
     prologue, b.body = b.body, []
     # torch.max(x, dim) is a (values, indices) pair: its shape is that of the values taken from it.
-    shape = row["shape"] if row["shape"] is not None else b.nodes[_output_node(analysis)]["shape"]
+    shape = row["shape"]
+    if shape is None:
+        taken = [n for n in nodes[at + 1:] if n.get("target") == "getitem" and n["args"][0] == {"node": row["name"]}]
+        shape = taken[0]["shape"] if taken else b.nodes[_output_node(analysis)]["shape"]
     plan = Plan("rowwise", shape, row_op=op, outer=outer, reduce=reduce, inner=inner,
                 eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op in NORMS else 1e-5,
                 groups=groups, channels=in_shape[1] if groups else 0,
@@ -349,10 +418,8 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
                 full = f"{row['module']}.{pname}"
                 plan.affine.append(b.operand("param", full, analysis["params"][full]))
     b.values[row["name"]] = "ROW"
-    for node in nodes[at + 1:]:
-        if not b.elementwise(node):
-            raise Unsupported(f"operator {node.get('target')} after {row['target']} is not elementwise")
-    out = _output_node(analysis)
+    stop = _fuse_after(b, nodes, at + 1, row["target"])
+    out = _result_node(analysis, nodes, stop)
     plan.operands = list(b.operands.values())
     main = [o for o in plan.operands if "LOAD_" + o.name in " ".join(plan.prologue)]
     if len(main) != 1 or main[0].source != "input":
@@ -361,13 +428,72 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
     plan.body = b.body + [f"const float result = {b.values[out]};"]
     plan.scalars = dict(b.scalars)
     if any("LOAD_" in line for line in plan.body):
-        _normalization(plan, row, b, analysis)
+        _normalization(plan, row, b, out)
     if any(o is not plan.main and o not in plan.affine for o in plan.operands):
         raise Unsupported("tensors other than the input around a row-wise operation")
-    return plan
+    return plan, stop
 
 
-def _normalization(plan, row, builder, analysis):
+def _pool_plan(analysis, nodes, at, prefix="t"):
+    """A max or average pool over the spatial dims of [N, C, *spatial], the elementwise operators before it fused
+    as it reads (its input only) and those after it as it writes."""
+    b = _Builder(analysis, prefix)
+    pool = nodes[at]
+    for node in nodes[:at]:
+        if not b.elementwise(node):
+            raise Unsupported(f"operator {node.get('target')} before {pool['target']} is not elementwise")
+    op = _canonical(pool)
+    src, args = pool["args"][0], pool["args"]
+    kw, attrs = pool.get("kwargs") or {}, pool.get("attrs") or {}
+    in_shape, pool_shape = b.nodes[src["node"]]["shape"], pool["shape"]
+    dims = len(in_shape or []) - 2
+    if dims not in (1, 2, 3) or pool_shape is None:
+        raise Unsupported(f"{pool['target']} of a tensor that is not [N, C, *spatial] with 1-3 spatial dims")
+
+    def arg(name, position, default):  # the module's attribute, or F.*_pool's keyword or positional argument
+        return attrs[name] if name in attrs else kw.get(name, args[position] if len(args) > position else default)
+
+    kernel = _per_dim(arg("kernel_size", 1, 1), dims)
+    stride = arg("stride", 2, None)
+    stride = kernel if stride in (None, [], ()) else _per_dim(stride, dims)
+    padding = _per_dim(arg("padding", 3, 0), dims)
+    if op == "max_pool":
+        dilation, count_include_pad = _per_dim(arg("dilation", 4, 1), dims), True
+        if arg("return_indices", 6, False):
+            raise Unsupported(f"{pool['target']} with return_indices=True (int64 indices)")
+    else:
+        dilation, count_include_pad = [1] * dims, bool(arg("count_include_pad", 5, True))
+        if arg("ceil_mode", 4, False):
+            raise Unsupported(f"{pool['target']} with ceil_mode=True")
+        if arg("divisor_override", 6, None) is not None:
+            raise Unsupported(f"{pool['target']} with divisor_override")
+    main_expr = b.value(src)
+    prologue, b.body = b.body, []
+    b.values[pool["name"]] = "POOL"
+    stop = _fuse_after(b, nodes, at + 1, pool["target"])
+    out = _result_node(analysis, nodes, stop)
+    window = "x".join(map(str, kernel))
+    plan = Plan("pool", b.nodes[out]["shape"], row_op=op, scalars=dict(b.scalars),
+                describe=f"one {op.replace('_', ' ')} kernel ({window} windows)"
+                         + (f" with {at} fused operator(s) before it" if at else ""))
+    plan.pool = {"dims": dims, "in_shape": list(in_shape), "pool_shape": list(pool_shape), "kernel": kernel,
+                 "stride": stride, "padding": padding, "dilation": dilation, "count_include_pad": count_include_pad}
+    plan.prologue = prologue + [f"const float pre = {main_expr};"]
+    operands = list(b.operands.values())
+    read_first = [o for o in operands if "LOAD_" + o.name in " ".join(plan.prologue)]
+    if len(read_first) != 1 or read_first[0].source != "input":
+        raise Unsupported(f"{pool['target']} must read one input tensor")
+    plan.main = read_first[0]
+    plan.body = b.body + [f"const float result = {b.values[out]};"]
+    if "LOAD_" + plan.main.name in " ".join(plan.body):
+        raise Unsupported(f"the input of {pool['target']} read again after it")
+    plan.operands = [o for o in operands if o is not plan.main]  # the epilogue's, broadcast to the pool's output
+    if list(plan.out_shape) != list(pool_shape):
+        raise Unsupported(f"an epilogue that changes the shape {pool_shape} of {pool['target']}'s output")
+    return plan, stop
+
+
+def _normalization(plan, row, builder, out):
     """Accept an epilogue that reads the row's input again (a normalization), or say why not."""
     what = f"the result of {row['target']} combined with a tensor again"
     body = " ".join(plan.body)
@@ -379,7 +505,7 @@ def _normalization(plan, row, builder, analysis):
         raise Unsupported(f"{what}: the epilogue reads a value computed before the reduction")
     position = 3 if plan.row_op == "norm" else 2
     keepdim = (row.get("kwargs") or {}).get("keepdim", row["args"][position] if len(row["args"]) > position else False)
-    out_shape = builder.nodes[_output_node(analysis)]["shape"]
+    out_shape = builder.nodes[out]["shape"]
     everything = plan.outer == 1 and plan.inner == 1  # one number: it broadcasts whatever keepdim says
     if plan.row_op not in ("sum", "mean", "max", "min", "norm") or not (keepdim or everything) \
             or out_shape != plan.main.shape:
@@ -451,14 +577,15 @@ def _gemm_plan(analysis, nodes, transposes=None):
     m = math.prod(x_node["shape"][:-1]) // batch
     b.values[first["name"]] = "acc" if bias is None else "(acc + LOAD_" + b.operand("param", bias, analysis["params"][bias]).name + ")"
     b.operands.pop(("input", x.ref), None)
-    out, tail, fused = _epilogue(analysis, b, nodes, "the matrix product")
+    stop = _fuse_after(b, nodes, 1, "the matrix product")
+    out, fused = _result_node(analysis, nodes, stop), (len(nodes) if stop is None else stop) - 1
     plan = Plan("gemm", b.nodes[out]["shape"], main=x, weight=weight, transposed_b=transposed, m=m, n=n, k=k,
                 batch=batch, describe=f"GEMM ({m}x{k} by {k}x{n}) with {fused} operator(s) fused after it")
     _finish(b, plan, out)
     for o in plan.operands:
         if math.prod(o.shape) not in (1, n) or (o.shape and o.shape[-1] != n and math.prod(o.shape) != 1):
             raise Unsupported(f"an epilogue tensor of shape {o.shape} that is not per-column")
-    return _with_tail(plan, tail)
+    return plan, stop
 
 
 def _per_dim(value, dims):
@@ -488,7 +615,8 @@ def _conv_plan(analysis, nodes):
         # The bias is per output channel: shaped [C, 1, ...] so that it broadcasts along dim 1 of [N, C, ...].
         value = f"(acc + LOAD_{b.operand('param', bias, [out_shape[1]] + [1] * dims).name})"
     b.values[first["name"]] = value
-    out, tail, fused = _epilogue(analysis, b, nodes, first["target"])
+    stop = _fuse_after(b, nodes, 1, first["target"])
+    out, fused = _result_node(analysis, nodes, stop), (len(nodes) if stop is None else stop) - 1
     conv = {"transposed": transposed, "dims": dims, "in_shape": list(x_node["shape"]), "w_shape": list(weight.shape),
             "conv_shape": list(out_shape), "stride": _per_dim(attrs.get("stride", 1), dims),
             "padding": _per_dim(attrs.get("padding", 0), dims), "dilation": _per_dim(attrs.get("dilation", 1), dims),
@@ -500,50 +628,4 @@ def _conv_plan(analysis, nodes):
     _finish(b, plan, out)
     if list(plan.out_shape) != list(out_shape):
         raise Unsupported(f"an epilogue that changes the shape {out_shape} of the convolution's output")
-    return _with_tail(plan, tail)
-
-
-def _epilogue(analysis, builder, nodes, what):
-    """Fuse the elementwise operators after a library product (NODES[0]) into BUILDER, up to the end or to the first
-    row-wise operator; (the node whose value the product's kernels write, the row-wise tail's Plan or None, how
-    many operators were fused)."""
-    for i, node in enumerate(nodes[1:], 1):
-        if builder.elementwise(node):
-            continue
-        if _canonical(node) in ROW_OPS and not _is_binary_minmax(node):
-            source = node["args"][0]
-            if not isinstance(source, dict) or source.get("node") not in builder.values:
-                raise Unsupported(f"operator {node.get('target')} after {what} does not read the fused result")
-            return source["node"], _tail_plan(analysis, nodes[i:], source["node"]), i - 1
-        raise Unsupported(f"operator {node.get('target')} ({node['name']}) after {what} is not elementwise")
-    return _output_node(analysis), None, len(nodes) - 1
-
-
-def _tail_plan(analysis, nodes, head_out):
-    """The row-wise plan of NODES (a row-wise operator first) over the product's result HEAD_OUT, which it reads as
-    its only input: the model's own inputs and values computed before it are out of its reach."""
-    renamed = []
-    for node in analysis["nodes"]:
-        if node["name"] == head_out:
-            renamed.append({**node, "op": "placeholder"})
-        elif node["op"] == "placeholder":
-            renamed.append({**node, "op": "input_of_the_product"})  # read by the tail: Unsupported, by name
-        else:
-            renamed.append(node)
-    tail_analysis = {**analysis, "nodes": renamed, "inputs": [{}]}
-    rows = [n for n in nodes if _canonical(n) in ROW_OPS and not _is_binary_minmax(n)]
-    if len(rows) > 1:
-        raise Unsupported(f"{rows[1]['target']} after {rows[0]['target']}: one row-wise operation after the product")
-    try:
-        return _rowwise_plan(tail_analysis, nodes, 0, prefix="u")
-    except Unsupported as exc:
-        raise Unsupported(f"after the product, {exc}") from None
-
-
-def _with_tail(plan, tail):
-    if tail is not None:
-        if tail.main.shape != list(plan.out_shape):
-            raise Unsupported(f"the row-wise tail reads {tail.main.shape}, the product writes {plan.out_shape}")
-        plan.tail = tail
-        plan.describe += f", then {tail.describe}"
-    return plan
+    return plan, stop

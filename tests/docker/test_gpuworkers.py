@@ -18,8 +18,8 @@ from studio.testing import kill_tree
 pytestmark = pytest.mark.slow
 
 
-def healthcheck(redis_url, *args):
-    env = {**os.environ, "REDIS_URL": redis_url}
+def healthcheck(redis_url, *args, database_url=None):
+    env = {**os.environ, "REDIS_URL": redis_url, **({"DATABASE_URL": database_url} if database_url else {})}
     proc = subprocess.run([sys.executable, "docker/healthcheck.py", *args], cwd=settings.BASE_DIR, env=env,
                           capture_output=True, text=True, timeout=60)
     return proc.returncode, proc.stdout + proc.stderr
@@ -92,8 +92,14 @@ def test_it_rejects_a_gpu_named_twice_an_unknown_queue_and_a_host_without_nvidia
         call_command("gpuworkers")
 
 
-def test_the_services_check_says_which_service_is_unreachable(free_port):
-    code, output = healthcheck(settings.REDIS_URL, "services")
+@pytest.mark.django_db
+def test_the_services_check_says_which_service_is_unreachable(free_port, scratch_database):
+    from django.db import connection
+    db = connection.settings_dict  # this test run's own database: it exists
+    database = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    code, output = healthcheck(settings.REDIS_URL, "services", database_url=database)
     assert code == 0, output
-    code, output = healthcheck(f"redis://127.0.0.1:{free_port}/0", "services")
+    code, output = healthcheck(f"redis://127.0.0.1:{free_port}/0", "services", database_url=database)
     assert code == 1 and "redis unreachable" in output and "database" not in output
+    code, output = healthcheck(settings.REDIS_URL, "services", database_url=scratch_database[1])  # never created
+    assert code == 1 and "database unreachable" in output and "redis" not in output
