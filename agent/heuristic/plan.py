@@ -50,8 +50,12 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm",
            "MaxPool1d": "max_pool", "MaxPool2d": "max_pool", "MaxPool3d": "max_pool", "max_pool1d": "max_pool",
            "max_pool2d": "max_pool", "max_pool3d": "max_pool", "AvgPool1d": "avg_pool", "AvgPool2d": "avg_pool",
-           "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool"}
+           "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool",
+           "Flatten": "flatten"}
 POOLS = {"max_pool", "avg_pool"}
+PRODUCTS = {"linear", "matmul", "conv"}
+# Reshapes of a stage's contiguous result cost nothing: the next stage reads the intermediate in the new shape.
+RESHAPES = {"flatten", "view", "reshape"}
 ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
            "instance_norm"}
 # Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
@@ -249,10 +253,11 @@ def make_plan(analysis):
     """The Plan for an analysis, or Unsupported naming the operator that stops it."""
     if not analysis.get("ok"):
         raise Unsupported(analysis.get("reason", "the problem could not be analyzed"))
-    nodes = _compute_nodes(analysis)
     for n in analysis["nodes"]:
         if n["op"] != "output" and n.get("dtype") not in (None, "float32"):
             raise Unsupported(f"{n['name']} is {n['dtype']}; the heuristic writes float32 kernels")
+    analysis = _without_identities(analysis)
+    nodes = _compute_nodes(analysis)
     ops = [_canonical(n) for n in nodes]
     transposes = _input_transposes(analysis, nodes)
     stages = [i for i, node in enumerate(nodes) if _starts_stage(node)]
@@ -269,10 +274,16 @@ def make_plan(analysis):
         return _elementwise_plan(analysis, nodes)
     while stop is not None:
         # the next stage reads the result of the one before it, written to an intermediate tensor
-        rest = nodes[stop:]
-        tail_analysis = _stage_analysis(analysis, rest[0]["args"][0]["node"])
+        source = nodes[stop]["args"][0]["node"]
+        while _canonical(nodes[stop]) in RESHAPES:
+            source, stop = nodes[stop]["name"], stop + 1
+            if stop == len(nodes):
+                raise Unsupported("a reshape of the last stage's result as the model's output")
+            if nodes[stop]["args"][:1] != [{"node": source}]:
+                raise Unsupported(f"operator {nodes[stop].get('target')} after a reshape does not read it")
+        rest, prefix = nodes[stop:], f"u{len(plan.tails)}_"
         try:
-            tail, after = _stage_plan(tail_analysis, rest, 0, prefix=f"u{len(plan.tails)}_")
+            tail, after = _next_stage(_stage_analysis(analysis, source), rest, prefix)
         except Unsupported as exc:
             raise Unsupported(f"after {plan.describe.split(' (')[0]}: {exc}") from None
         plan.tails.append(tail)
@@ -281,10 +292,63 @@ def make_plan(analysis):
     return plan
 
 
+def _next_stage(analysis, nodes, prefix):
+    """The plan of a stage after the first, NODES[0] its operator: a product, a row-wise operator or a pool."""
+    op = _canonical(nodes[0])
+    if op in ("linear", "matmul"):
+        return _gemm_plan(analysis, nodes, prefix=prefix)
+    if op == "conv":
+        return _conv_plan(analysis, nodes, prefix=prefix)
+    if not _starts_stage(nodes[0]):
+        raise Unsupported(f"operator {nodes[0].get('target')} ({nodes[0]['name']}) right after a reshape")
+    return _stage_plan(analysis, nodes, 0, prefix)
+
+
+def _is_identity(node):
+    """nn.Identity, and dropout that drops nothing (p = 0, or training=False)."""
+    op, attrs, kw, args = _canonical(node), node.get("attrs") or {}, node.get("kwargs") or {}, node["args"]
+    if op == "identity":
+        return True
+    if op == "dropout":
+        p = attrs.get("p", kw.get("p", args[1] if len(args) > 1 else 0.5))
+        return p == 0 or kw.get("training") is False
+    return False
+
+
+def _without_identities(analysis):
+    """ANALYSIS with identity operators taken out, their users reading their input instead."""
+    alias = {}
+
+    def resolve(value):
+        if isinstance(value, dict) and "node" in value:
+            return {"node": alias.get(value["node"], value["node"])}
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    nodes = []
+    for node in analysis["nodes"]:
+        node = {**node, "args": resolve(node["args"]), "kwargs": resolve(node.get("kwargs") or {})}
+        if node["op"] in ("call_function", "call_method", "call_module") and _is_identity(node) \
+                and node["args"] and isinstance(node["args"][0], dict) and "node" in node["args"][0]:
+            alias[node["name"]] = node["args"][0]["node"]
+            continue
+        nodes.append(node)
+    return {**analysis, "nodes": nodes}
+
+
 def _starts_stage(node):
     """Whether NODE is an operator that needs a kernel of its own (a reduction, a norm, a pool)."""
     op = _canonical(node)
     return (op in ROW_OPS and not _is_binary_minmax(node)) or op in POOLS
+
+
+def _ends_stage(node):
+    """Whether a stage's fused operators end at NODE: a kernel of its own (a later stage) starts there, or a reshape
+    between stages."""
+    return _starts_stage(node) or _canonical(node) in PRODUCTS | RESHAPES
 
 
 def _stage_plan(analysis, nodes, at, prefix="t"):
@@ -298,7 +362,7 @@ def _fuse_after(builder, nodes, start, what):
         node = nodes[i]
         if builder.elementwise(node):
             continue
-        if _starts_stage(node):
+        if _ends_stage(node):
             source = node["args"][0]
             if not isinstance(source, dict) or source.get("node") not in builder.values:
                 raise Unsupported(f"operator {node.get('target')} after {what} does not read the fused result")
@@ -357,6 +421,8 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
             raise Unsupported(f"operator {node.get('target')} before the row-wise operation is not elementwise")
     row = nodes[at]
     op = _canonical(row)
+    if op not in ROW_OPS:
+        raise Unsupported(f"operator {row.get('target')} ({row['name']}) is not a row-wise operation")
     src = row["args"][0]
     in_shape = b.nodes[src["node"]]["shape"]
     kw, attrs = row.get("kwargs") or {}, row.get("attrs") or {}
@@ -531,9 +597,10 @@ def _input_transposes(analysis, nodes):
     return out
 
 
-def _gemm_plan(analysis, nodes, transposes=None):
+def _gemm_plan(analysis, nodes, transposes=None, prefix="t"):
     transposes = transposes or {}
-    b = _Builder(analysis)
+    b = _Builder(analysis, prefix)
+    w_name = "w" if prefix == "t" else f"{prefix}w"  # a later stage's weight is an argument beside the first's
     first = nodes[0]
     op = _canonical(first)
     x_arg = first["args"][0]
@@ -551,7 +618,7 @@ def _gemm_plan(analysis, nodes, transposes=None):
             bias_arg = first["args"][2] if len(first["args"]) > 2 else first.get("kwargs", {}).get("bias")
             bias = b.nodes[bias_arg["node"]]["target"] if isinstance(bias_arg, dict) else None
         wshape = analysis["params"][wname]
-        weight = Operand("w", "param", wname, wshape)
+        weight = Operand(w_name, "param", wname, wshape)
         n, k = wshape
         transposed = True
     else:
@@ -559,7 +626,7 @@ def _gemm_plan(analysis, nodes, transposes=None):
         other = transposes.get(name) or b.nodes[name]
         if other["op"] != "placeholder":
             raise Unsupported("matmul with a non-input right operand")
-        weight = Operand("w", "input", b.inputs.index(other), other["shape"])
+        weight = Operand(w_name, "input", b.inputs.index(other), other["shape"])
         if name in transposes:  # B.T of a stored [N, K]: the same layout as a linear layer's weight
             n, k = other["shape"]
             transposed = True
@@ -592,8 +659,8 @@ def _per_dim(value, dims):
     return [int(value)] * dims if isinstance(value, (int, float)) else [int(v) for v in value]
 
 
-def _conv_plan(analysis, nodes):
-    b = _Builder(analysis)
+def _conv_plan(analysis, nodes, prefix="t"):
+    b = _Builder(analysis, prefix)
     first = nodes[0]
     attrs = first.get("attrs") or {}
     x_node = b.nodes[first["args"][0]["node"]]
@@ -607,8 +674,8 @@ def _conv_plan(analysis, nodes):
     dims = len(x_node["shape"]) - 2
     wname = f"{first['module']}.weight"
     bias = f"{first['module']}.bias" if "bias" in (first.get("params") or {}) else None
-    x = Operand("x", "input", b.inputs.index(x_node), x_node["shape"])
-    weight = Operand("w", "param", wname, analysis["params"][wname])
+    x = Operand("x" if prefix == "t" else f"{prefix}x", "input", b.inputs.index(x_node), x_node["shape"])
+    weight = Operand("w" if prefix == "t" else f"{prefix}w", "param", wname, analysis["params"][wname])
     out_shape = first["shape"]
     value = "acc"
     if bias is not None:

@@ -182,6 +182,43 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+MLP = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.network = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 10))
+
+    def forward(self, x):
+        return self.network(x)
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return []
+"""
+LENET = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 4, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 8, 3), nn.ReLU())
+        self.classifier = nn.Sequential(nn.Dropout(p=0.0), nn.Linear(8 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+def get_inputs():
+    return [torch.randn(2, 1, 16, 16)]
+
+def get_init_inputs():
+    return []
+"""
 CONV_BATCH_NORM = """
 import torch
 import torch.nn as nn
@@ -280,7 +317,8 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
 @pytest.mark.parametrize("name,source", [("linear_softmax", LINEAR_SOFTMAX), ("conv_channel_min", CONV_CHANNEL_MIN),
                                          ("group_norm", GROUP_NORM), ("linear_group_norm", LINEAR_GROUP_NORM),
                                          ("conv_instance_norm", CONV_INSTANCE_NORM), ("max_pool", MAX_POOL),
-                                         ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN)])
+                                         ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN),
+                                         ("mlp", MLP), ("lenet", LENET)])
 def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
     traj = run_episode(tmp_path, source, name)
@@ -394,3 +432,19 @@ def test_stages_chain_through_intermediates_each_reading_the_one_before(tmp_path
     binding = workspace_files(plan, "cpu", CONV_POOL_CHAIN)["binding.cpp"]
     assert "ks_tail0::run_fused((const float*)mid0.data_ptr()" in binding
     assert "ks_tail1::run_fused((const float*)mid1.data_ptr()" in binding and "(float*)out.data_ptr(), 16LL)" in binding
+
+
+def test_products_follow_stages_and_reshapes_between_stages_cost_nothing(tmp_path):
+    from agent.heuristic.analyze import analyze
+    from agent.heuristic.codegen import workspace_files
+    problem = tmp_path / "problem.py"
+    problem.write_text(LENET)
+    plan = make_plan(analyze(str(problem)))
+    assert [plan.kind] + [t.kind for t in plan.tails] == ["conv", "pool", "conv", "gemm", "gemm"]
+    conv2, linear1 = plan.tails[1], plan.tails[2]
+    assert conv2.weight.name == "u1_w" and conv2.conv["in_shape"] == [2, 4, 6, 6]
+    # flatten: the second convolution writes [2, 8, 4, 4]; the first linear layer reads it as [2, 128]
+    assert conv2.out_shape == [2, 8, 4, 4] and (linear1.m, linear1.k, linear1.n) == (2, 128, 16)
+    args = [name for name, _, _ in __import__("agent.heuristic.codegen", fromlist=["_tensor_args"])._tensor_args(plan)]
+    assert len(args) == len(set(args)) and "u2_w" in args and "u3_w" in args
+    assert "ks_tail3::run_fused((const float*)mid3.data_ptr()" in workspace_files(plan, "cpu", LENET)["binding.cpp"]

@@ -1,6 +1,6 @@
-"""The heuristic policy end to end on the GPU: KernelBench problems of levels 1 and 2 (elementwise, row-wise and
-group norms, cuBLAS GEMM and cuDNN convolution with their epilogues and row-wise tails), one episode each, reaching
-a correct solution through the same tools a model uses."""
+"""The heuristic policy end to end on the GPU: KernelBench problems of levels 1-3 (elementwise, row-wise and group
+norms, pools, cuBLAS GEMM and cuDNN convolution with their epilogues, and chains of such stages), one episode each,
+reaching a correct solution through the same tools a model uses."""
 import pytest
 
 PROBLEMS = (
@@ -17,6 +17,9 @@ PROBLEMS = (
     (1, "35_GroupNorm_"),
     (2, "99_Matmul_GELU_Softmax"),
     (2, "30_Gemm_GroupNorm_Hardtanh"),
+    (1, "42_Max_Pooling_2D"),
+    (2, "10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh"),
+    (3, "1_MLP"),
 )
 
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])
