@@ -28,21 +28,13 @@ def _django():
     django.setup()
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def check_rq(queues, minimum):
     _django()
     import django_rq
     import redis
     from rq import Worker
+
+    from training.evaluation.queues import process_alive
 
     here = socket.gethostname()
     try:
@@ -50,7 +42,7 @@ def check_rq(queues, minimum):
     except redis.RedisError as e:
         return False, f"redis unreachable: {e}"
     mine = [w.name for w in workers
-            if w.hostname == here and w.pid and _alive(w.pid) and set(w.queue_names()) & set(queues)]
+            if w.hostname == here and w.pid and process_alive(w.pid) and set(w.queue_names()) & set(queues)]
     return len(mine) >= minimum, f"{len(mine)} worker(s) of {here} on {', '.join(queues)} (need {minimum}): {mine}"
 
 

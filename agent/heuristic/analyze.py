@@ -17,7 +17,7 @@ MODULE_ATTRS = ("in_features", "out_features", "negative_slope", "dim", "eps", "
                 "max_val", "alpha", "beta", "threshold", "approximate", "p", "inplace", "lambd", "upper", "lower",
                 "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
                 "output_padding", "padding_mode", "transposed", "num_groups", "num_channels", "num_features",
-                "affine", "track_running_stats", "ceil_mode", "return_indices", "count_include_pad",
+                "affine", "track_running_stats", "momentum", "ceil_mode", "return_indices", "count_include_pad",
                 "divisor_override")
 
 

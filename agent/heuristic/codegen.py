@@ -155,7 +155,101 @@ def _norm_op(plan):
     return "layer_norm" if plan.row_op in ("group_norm", "instance_norm") else plan.row_op
 
 
+def _batch_norm_parts(plan, row):
+    """(signature pointers, statistics, update, affine) C pieces of a batch norm over channel ROW's elements."""
+    affine = [o.name for o in plan.affine]
+    running = [o.name for o in plan.running]
+    ptrs = "".join(f", const float* __restrict__ {a}" for a in affine + running)
+    n = plan.reduce
+    scale = (f"t = t * {affine[0]}[{row}]" + (f" + {affine[1]}[{row}]" if len(affine) > 1 else "") + ";") \
+        if affine else ""
+    if running:
+        rm, rv = running
+        # torch updates the running variance with the unbiased estimate; the stored buffers are the module's own.
+        update = (f"float* rm = const_cast<float*>({rm}); float* rv = const_cast<float*>({rv});\n"
+                  f"            rm[{row}] = {1 - plan.momentum!r}f * rm[{row}] + {plan.momentum!r}f * mean;\n"
+                  f"            rv[{row}] = {1 - plan.momentum!r}f * rv[{row}] + {plan.momentum!r}f * var * "
+                  f"({n}.0f / {max(n - 1, 1)}.0f);")
+        running_stats = f"mean = {rm}[{row}]; rstd = 1.0f / sqrtf({rv}[{row}] + {plan.eps!r}f);"
+    else:
+        update, running_stats = "", ""
+    return ptrs, update, running_stats, scale
+
+
+def _batch_norm_index(plan, row, r):
+    """The flat index of element R of channel ROW in [N, C, *spatial]."""
+    c, sp = plan.channels, plan.spatial
+    return f"(({r}) / {sp}LL * {c}LL + ({row})) * {sp}LL + ({r}) % {sp}LL" if sp > 1 else f"({r}) * {c}LL + ({row})"
+
+
+def cpp_batch_norm(plan):
+    x = plan.main.name
+    src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
+    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="static inline ")
+    ptrs, update, running_stats, scale = _batch_norm_parts(plan, "c")
+    n, at = plan.reduce, _batch_norm_index(plan, "c", "r")
+    batch = f"""double sum = 0, sq = 0;
+            for (int64_t r = 0; r < {n}LL; ++r) {{ const float v = pre_op({x}[{at}]); sum += v; sq += (double)v * v; }}
+            mean = (float)(sum / {n}.0);
+            const float var = (float)std::max(sq / {n}.0 - (double)mean * mean, 0.0);
+            rstd = 1.0f / std::sqrt(var + {plan.eps!r}f);
+            if (training) {{ {update} }}"""
+    choose = f"if (training) {{ {batch} }} else {{ {running_stats} }}" if plan.running else f"{{ {batch} }}"
+    return src + f"""
+void run_fused(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, int64_t channels, bool training) {{
+    // One channel at a time: its statistics over the batch and the spatial dims, then its elements normalized.
+    #pragma omp parallel for schedule(static) if(channels * {n}LL >= {PARALLEL_ELEMENTS})
+    for (int64_t c = 0; c < channels; ++c) {{
+        float mean = 0.f, rstd = 1.f;
+        {choose}
+        for (int64_t r = 0; r < {n}LL; ++r) {{
+            const int64_t k = {at};
+            float t = (pre_op({x}[k]) - mean) * rstd; {scale}
+            out[k] = epi_op(t);
+        }}
+    }}
+}}
+"""
+
+
+def cuda_batch_norm(plan, block):
+    x = plan.main.name
+    src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
+    src += _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "__device__ __forceinline__ ")
+    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="__device__ __forceinline__ ")
+    ptrs, update, running_stats, scale = _batch_norm_parts(plan, "c")
+    n, at = plan.reduce, _batch_norm_index(plan, "c", "r")
+    names = "".join(f", {o.name}" for o in plan.affine + plan.running)
+    batch = f"""float s = 0.f, q = 0.f;
+        for (int64_t r = threadIdx.x; r < {n}LL; r += BLOCK) {{ const float v = pre_op({x}[{at}]); s += v; q += v * v; }}
+        s = block_reduce(s, [](float a, float b) {{ return a + b; }});
+        q = block_reduce(q, [](float a, float b) {{ return a + b; }});
+        mean = s / {n}.0f;
+        const float var = fmaxf(q / {n}.0f - mean * mean, 0.f);
+        rstd = rsqrtf(var + {plan.eps!r}f);
+        if (training && threadIdx.x == 0) {{ {update} }}"""
+    choose = f"if (training) {{ {batch} }} else {{ {running_stats} }}" if plan.running else f"{{ {batch} }}"
+    return src + f"""
+__global__ void batch_norm_kernel(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, bool training) {{
+    const int64_t c = blockIdx.x;  // one block per channel
+    float mean = 0.f, rstd = 1.f;
+    {choose}
+    for (int64_t r = threadIdx.x; r < {n}LL; r += BLOCK) {{
+        const int64_t k = {at};
+        float t = (pre_op({x}[k]) - mean) * rstd; {scale}
+        out[k] = epi_op(t);
+    }}
+}}
+void launch_fused(const float* {x}{ptrs.replace(" __restrict__", "")}, float* out, int64_t channels, bool training,
+                  cudaStream_t stream) {{
+    batch_norm_kernel<<<(unsigned)channels, BLOCK, 0, stream>>>({x}{names}, out, training);
+}}
+"""
+
+
 def cuda_rowwise(plan, block):
+    if plan.row_op == "batch_norm":
+        return cuda_batch_norm(plan, block)
     op = _norm_op(plan)
     index = _affine_index(plan, "row")
     affine = [o.name for o in plan.affine]
@@ -573,6 +667,8 @@ void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
 
 
 def cpp_rowwise(plan):
+    if plan.row_op == "batch_norm":
+        return cpp_batch_norm(plan)
     op, x = _norm_op(plan), plan.main.name
     index = _affine_index(plan, "o")
     affine = [o.name for o in plan.affine]
@@ -846,7 +942,12 @@ def _plan_args(plan):
         args.append(plan.main)
     if plan.kind in ("gemm", "conv"):
         args.append(plan.weight)
-    return args + (plan.affine if plan.kind == "rowwise" else plan.operands)
+    return args + (plan.affine + plan.running if plan.kind == "rowwise" else plan.operands)
+
+
+def _takes_mode(plan):
+    """Whether a stage's kernel is told the module's mode (batch norm: batch or running statistics)."""
+    return plan.kind == "rowwise" and plan.row_op == "batch_norm"
 
 
 def _all_args(plan):
@@ -859,6 +960,8 @@ def _tensor_args(plan):
     params = _param_names(plan)
 
     def py(o):
+        if o.source == "buffer":  # looked up each call: .to(device) replaces a buffer (a parameter stays)
+            return f"self.get_buffer({o.ref!r})"
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
     return [(o.name, py(o), math.prod(o.shape)) for o in _all_args(plan)]
 
@@ -869,8 +972,10 @@ def _launch(plan, device, space, ptrs, out):
     extent = {"elementwise": f", {math.prod(plan.out_shape)}LL", "rowwise": f", {plan.outer}LL"}.get(plan.kind, "")
     name = "launch_fused" if device == "cuda" else "run_fused"
     stream = ", cudaStream_t" if device == "cuda" else ""
-    decl = f"void {name}({', '.join('const float*' for _ in ptrs)}, float*{', int64_t' if extent else ''}{stream});"
-    call = f"    {space + '::' if space else ''}{name}({', '.join(ptrs)}, {out}{extent}" + \
+    mode, mode_arg = (", bool", ", training") if _takes_mode(plan) else ("", "")
+    decl = (f"void {name}({', '.join('const float*' for _ in ptrs)}, float*{', int64_t' if extent else ''}{mode}"
+            f"{stream});")
+    call = f"    {space + '::' if space else ''}{name}({', '.join(ptrs)}, {out}{extent}{mode_arg}" + \
         (", (cudaStream_t)stream);" if device == "cuda" else ");")
     return (f"namespace {space} {{ {decl} }}" if space else decl), call
 
@@ -906,6 +1011,8 @@ def binding(plan, device):
     else:
         includes, key = "", "CPU"
     schema = ", ".join(f"Tensor {name}" for name, _, _ in args)
+    if any(_takes_mode(stage) for stage in [plan] + plan.tails):
+        params, schema = params + ", bool training", schema + ", bool training"
     return (HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -940,6 +1047,10 @@ def _param_names(plan):
     return list(dict.fromkeys(o.ref for o in args if o is not None and o.source == "param"))
 
 
+def _mode_argument(plan):
+    return ", self.training" if any(_takes_mode(stage) for stage in [plan] + plan.tails) else ""
+
+
 # cuDNN opened by the kernel at run time crashes inside cuDNN unless its parts are already in the process, loaded
 # globally from the folder of the cuDNN torch uses, before the extension: the solution loads them first.
 CUDNN_PRELOAD = """
@@ -968,6 +1079,7 @@ def model_new(plan, problem_source, device="cpu"):
     checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; these kernels "
                      f"were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
     preload = CUDNN_PRELOAD if plan.kind == "conv" and device == "cuda" else ""
+    mode = _mode_argument(plan)
     return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
 import torch
 import torch.nn as nn
@@ -996,7 +1108,7 @@ class ModelNew(nn.Module):
         self._ks_params = [self.get_parameter(name) for name in {names!r}]
 
     def forward(self, *inputs):
-{checks}        return ops.fused({call})
+{checks}        return ops.fused({call}{mode})
 '''
 
 

@@ -51,22 +51,23 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "MaxPool1d": "max_pool", "MaxPool2d": "max_pool", "MaxPool3d": "max_pool", "max_pool1d": "max_pool",
            "max_pool2d": "max_pool", "max_pool3d": "max_pool", "AvgPool1d": "avg_pool", "AvgPool2d": "avg_pool",
            "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool",
-           "Flatten": "flatten"}
+           "Flatten": "flatten", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
+           "BatchNorm3d": "batch_norm"}
 POOLS = {"max_pool", "avg_pool"}
 PRODUCTS = {"linear", "matmul", "conv"}
 # Reshapes of a stage's contiguous result cost nothing: the next stage reads the intermediate in the new shape.
 RESHAPES = {"flatten", "view", "reshape"}
 ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
-           "instance_norm"}
+           "instance_norm", "batch_norm"}
 # Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
 # instance norm over each (sample, group) of [N, C, *spatial], contiguous, their affine per channel.
-NORMS = {"layer_norm", "group_norm", "instance_norm"}
+NORMS = {"layer_norm", "group_norm", "instance_norm", "batch_norm"}
 
 
 @dataclass
 class Operand:
     name: str  # C identifier
-    source: str  # "input" or "param"
+    source: str  # "input", "param" or "buffer" (a module's buffer the kernel updates: batch norm's running stats)
     ref: object  # input position or parameter name
     shape: list
 
@@ -90,6 +91,10 @@ class Plan:
     groups: int = 0
     channels: int = 0
     spatial: int = 1
+    # batch_norm: rows are channels, strided over [N, C, *spatial]; statistics of the batch in training mode (the
+    # running mean and variance, these operands, updated as torch does) and the running ones in eval mode.
+    running: list = field(default_factory=list)
+    momentum: float = 0.1
     # rowwise: the reduction's result combined with the input again (x / f(reduce(x)), RMS and L1 norms): the
     # epilogue reads LOAD_<main> too and writes the input's shape.
     normalize: bool = False
@@ -427,7 +432,15 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
     in_shape = b.nodes[src["node"]]["shape"]
     kw, attrs = row.get("kwargs") or {}, row.get("attrs") or {}
     groups = 0
-    if op in ("group_norm", "instance_norm"):
+    if op == "batch_norm":
+        if row["op"] != "call_module":
+            raise Unsupported(f"{row['target']} as a function (the heuristic reads nn.BatchNorm modules)")
+        if attrs.get("track_running_stats", True) and attrs.get("momentum") is None:
+            raise Unsupported(f"{row['target']} with momentum=None (a cumulative average of the statistics)")
+        if len(in_shape) < 2:
+            raise Unsupported(f"{row['target']} of a tensor without a channel dim")
+        dims = [1]  # one row per channel, read with a stride (see Plan.running)
+    elif op in ("group_norm", "instance_norm"):
         if row["op"] != "call_module":
             raise Unsupported(f"{row['target']} as a function (the heuristic reads nn.GroupNorm / nn.InstanceNorm)")
         if op == "instance_norm" and attrs.get("track_running_stats"):
@@ -460,6 +473,8 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
         if in_shape[1] % groups:
             raise Unsupported(f"{row['target']}: {in_shape[1]} channels in {groups} groups")
         outer, reduce = outer * groups, reduce // groups
+    if op == "batch_norm":
+        outer, reduce, inner = in_shape[1], math.prod(in_shape) // in_shape[1], 1
     if inner != 1 and op not in ("sum", "mean", "max", "min", "norm"):
         raise Unsupported(f"{row['target']} over a dim that is not the last one")
     if op in ("max", "min") and row.get("target") in ("max", "min") and _output_node(analysis) == row["name"]:
@@ -473,8 +488,9 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
         shape = taken[0]["shape"] if taken else b.nodes[_output_node(analysis)]["shape"]
     plan = Plan("rowwise", shape, row_op=op, outer=outer, reduce=reduce, inner=inner,
                 eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op in NORMS else 1e-5,
-                groups=groups, channels=in_shape[1] if groups else 0,
-                spatial=math.prod(in_shape[2:]) if groups else 1,
+                groups=groups, channels=in_shape[1] if groups or op == "batch_norm" else 0,
+                spatial=math.prod(in_shape[2:]) if groups or op == "batch_norm" else 1,
+                momentum=float(attrs.get("momentum") or 0.1),
                 describe=f"one row-wise {op} kernel (rows of {reduce})"
                          + (f" with {at} fused operator(s) before it" if at else ""))
     plan.prologue = prologue + [f"const float pre = {main_expr};"]
@@ -483,6 +499,10 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
             if pname in (row.get("params") or {}):
                 full = f"{row['module']}.{pname}"
                 plan.affine.append(b.operand("param", full, analysis["params"][full]))
+    if op == "batch_norm" and attrs.get("track_running_stats", True):
+        for buffer in ("running_mean", "running_var"):
+            full = f"{row['module']}.{buffer}"
+            plan.running.append(b.operand("buffer", full, analysis["params"][full]))
     b.values[row["name"]] = "ROW"
     stop = _fuse_after(b, nodes, at + 1, row["target"])
     out = _result_node(analysis, nodes, stop)
@@ -495,7 +515,7 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
     plan.scalars = dict(b.scalars)
     if any("LOAD_" in line for line in plan.body):
         _normalization(plan, row, b, out)
-    if any(o is not plan.main and o not in plan.affine for o in plan.operands):
+    if any(o is not plan.main and o not in plan.affine and o not in plan.running for o in plan.operands):
         raise Unsupported("tensors other than the input around a row-wise operation")
     return plan, stop
 

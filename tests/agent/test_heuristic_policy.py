@@ -219,6 +219,20 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+CUMSUM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(torch.relu(x), dim=1)
+
+def get_inputs():
+    return [torch.randn(4, 64)]
+
+def get_init_inputs():
+    return []
+"""
 CONV_BATCH_NORM = """
 import torch
 import torch.nn as nn
@@ -318,7 +332,7 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
                                          ("group_norm", GROUP_NORM), ("linear_group_norm", LINEAR_GROUP_NORM),
                                          ("conv_instance_norm", CONV_INSTANCE_NORM), ("max_pool", MAX_POOL),
                                          ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN),
-                                         ("mlp", MLP), ("lenet", LENET)])
+                                         ("mlp", MLP), ("lenet", LENET), ("conv_batch_norm", CONV_BATCH_NORM)])
 def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
     traj = run_episode(tmp_path, source, name)
@@ -328,8 +342,8 @@ def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_st
 
 
 def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(tmp_path):
-    traj = run_episode(tmp_path, CONV_BATCH_NORM, "conv_batch_norm")
-    assert traj.stop_reason.startswith("policy_error") and "BatchNorm2d" in traj.stop_reason
+    traj = run_episode(tmp_path, CUMSUM, "cumsum")
+    assert traj.stop_reason.startswith("policy_error") and "cumsum" in traj.stop_reason
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
     assert written == []
@@ -448,3 +462,30 @@ def test_products_follow_stages_and_reshapes_between_stages_cost_nothing(tmp_pat
     args = [name for name, _, _ in __import__("agent.heuristic.codegen", fromlist=["_tensor_args"])._tensor_args(plan)]
     assert len(args) == len(set(args)) and "u2_w" in args and "u3_w" in args
     assert "ks_tail3::run_fused((const float*)mid3.data_ptr()" in workspace_files(plan, "cpu", LENET)["binding.cpp"]
+
+
+def test_batch_norm_kernels_follow_the_modules_mode_and_update_its_running_statistics(tmp_path):
+    import importlib.util
+
+    import torch
+    traj = run_episode(tmp_path, CONV_BATCH_NORM, "conv_batch_norm")
+    assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
+    workspace = tmp_path / "workspace"
+    spec = importlib.util.spec_from_file_location("ks_bn_solution", workspace / "model_new.py")
+    solution = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solution)  # builds the extension here, as the sandbox did
+    namespace = {}
+    exec(CONV_BATCH_NORM, namespace)
+    torch.manual_seed(0)
+    ref = namespace["Model"]()
+    new = solution.ModelNew()
+    new.load_state_dict(ref.state_dict())
+    for step in range(3):  # training mode: batch statistics, running statistics updated alike
+        x = torch.randn(2, 3, 16, 16)
+        torch.testing.assert_close(new(x), ref(x), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(new.bn.running_mean, ref.bn.running_mean)
+    torch.testing.assert_close(new.bn.running_var, ref.bn.running_var)
+    assert not torch.equal(ref.bn.running_var, torch.ones(8))
+    ref.eval(), new.eval()
+    x = torch.randn(2, 3, 16, 16)  # eval mode: the running statistics
+    torch.testing.assert_close(new(x), ref(x), atol=1e-4, rtol=1e-4)

@@ -20,6 +20,7 @@ PROBLEMS = (
     (1, "42_Max_Pooling_2D"),
     (2, "10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh"),
     (3, "1_MLP"),
+    (2, "33_Gemm_Scale_BatchNorm"),
 )
 
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])

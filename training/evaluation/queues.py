@@ -56,7 +56,8 @@ def fetch(connection, job_id):
         return None
 
 
-def _process_alive(pid):
+def process_alive(pid):
+    """Whether a process of this host with PID exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -72,7 +73,7 @@ def live_workers(connection, grace=HEARTBEAT_GRACE):
     now, here, live = datetime.now(timezone.utc), socket.gethostname(), set()
     for worker in Worker.all(connection=connection):
         if worker.hostname == here and worker.pid:
-            if _process_alive(worker.pid):
+            if process_alive(worker.pid):
                 live.add(worker.name)
             continue
         beat = worker.last_heartbeat
