@@ -140,6 +140,9 @@ void launch_fused({ptrs}float* out, int64_t n, cudaStream_t stream) {{
     return src
 
 
+SOFTMAX_FAMILY = {"softmax", "log_softmax", "logsumexp"}
+
+
 def _affine_index(plan, row):
     """C expression of the affine parameters' index for element r of row ROW: r for a layer norm, the channel for
     group and instance norms."""
@@ -259,6 +262,35 @@ def cuda_rowwise(plan, block):
     epi_params = ["ROW"] + (["LOAD_" + x] if plan.normalize else [])
     src += _op_function("epi_op", epi_params, plan.body, qualifier="__device__ __forceinline__ ")
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
+    if plan.inner > 1 and op in SOFTMAX_FAMILY:
+        # One thread per (outer, inner) position, its row strided by `inner` (adjacent threads read adjacent
+        # addresses); an online max and sum in one pass, then the writes.
+        write = {"softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                            "epi_op(__expf(pre_op(p[r * inner]) - m) / s);",
+                 "log_softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                                "epi_op(pre_op(p[r * inner]) - m - logf(s));",
+                 "logsumexp": "out[t] = epi_op(m + logf(s));"}[op]
+        src += f"""
+__global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
+    const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
+    for (int64_t t = blockIdx.x * (int64_t)BLOCK + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * BLOCK) {{
+        const int64_t o = t / inner, i = t % inner;
+        const float* p = {x} + o * R * inner + i;
+        float m = -INFINITY, s = 0.f;
+        for (int64_t r = 0; r < R; ++r) {{
+            const float v = pre_op(p[r * inner]);
+            if (v > m) {{ s = s * __expf(m - v) + 1.f; m = v; }} else {{ s += __expf(v - m); }}
+        }}
+        {write}
+    }}
+}}
+void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stream) {{
+    int64_t total = outer * {plan.inner}LL;
+    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    row_kernel<<<blocks, BLOCK, 0, stream>>>({x}, out, outer);
+}}
+"""
+        return src
     if plan.inner > 1:
         init, step, fin = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
                            "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
@@ -680,6 +712,31 @@ def cpp_rowwise(plan):
     red = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {R}.f"),
            "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"), "min": ("INFINITY", "acc = std::min(acc, v);", "acc"),
            "norm": ("0.f", "acc += v * v;", "std::sqrt(acc)")}
+    if op in SOFTMAX_FAMILY and inner > 1:
+        # Rows strided by `inner`: a running max and sum per inner position, the inner loop contiguous.
+        write = {"softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
+                            f"yo[r * {inner}LL + i] = epi_op(expf(pre_op(xo[r * {inner}LL + i]) - m[i]) / s[i]);",
+                 "log_softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
+                                f"yo[r * {inner}LL + i] = epi_op(pre_op(xo[r * {inner}LL + i]) - m[i] - std::log(s[i]));",
+                 "logsumexp": f"for (int64_t i = 0; i < {inner}LL; ++i) out[o * {inner}LL + i] = "
+                              "epi_op(m[i] + std::log(s[i]));"}[op]
+        return src + f"""
+#include <vector>
+void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
+    #pragma omp parallel for schedule(static) if(outer * {R * inner}LL >= {PARALLEL_ELEMENTS})
+    for (int64_t o = 0; o < outer; ++o) {{
+        const float* xo = {x} + o * {R * inner}LL;
+        float* yo = out + o * {R * inner}LL;
+        (void)yo;
+        std::vector<float> m({inner}, -INFINITY), s({inner}, 0.f);
+        for (int64_t r = 0; r < {R}LL; ++r)
+            for (int64_t i = 0; i < {inner}LL; ++i) m[i] = std::max(m[i], pre_op(xo[r * {inner}LL + i]));
+        for (int64_t r = 0; r < {R}LL; ++r)
+            for (int64_t i = 0; i < {inner}LL; ++i) s[i] += expf(pre_op(xo[r * {inner}LL + i]) - m[i]);
+        {write}
+    }}
+}}
+"""
     if op in red:
         init, step, fin = red[op]
         write = (f"const float row = {fin};\n            for (int64_t r = 0; r < {R}LL; ++r) {{ const int64_t k = (o * {R}LL + r) * "

@@ -56,7 +56,7 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
 POOLS = {"max_pool", "avg_pool"}
 PRODUCTS = {"linear", "matmul", "conv"}
 # Reshapes of a stage's contiguous result cost nothing: the next stage reads the intermediate in the new shape.
-RESHAPES = {"flatten", "view", "reshape"}
+RESHAPES = {"flatten", "view", "reshape", "unsqueeze", "squeeze"}
 ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
            "instance_norm", "batch_norm"}
 # Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
@@ -116,6 +116,7 @@ class Plan:
     # Stages after this one (row-wise or pool plans), in order: each reads the previous stage's result (this plan's
     # for the first) as its main input, an intermediate tensor; its other operands are the model's parameters.
     tails: list = field(default_factory=list)
+    final_shape: list = field(default_factory=list)  # the output's shape when the model reshapes the last result
 
     def to_json(self):
         from dataclasses import asdict
@@ -123,7 +124,9 @@ class Plan:
 
     @property
     def result_shape(self):
-        """The shape the last stage writes: the model's output."""
+        """The shape of the model's output: what the last stage writes, reshaped when the model reshapes it."""
+        if self.final_shape:
+            return list(self.final_shape)
         return list(self.tails[-1].out_shape if self.tails else self.out_shape)
 
 
@@ -283,7 +286,10 @@ def make_plan(analysis):
         while _canonical(nodes[stop]) in RESHAPES:
             source, stop = nodes[stop]["name"], stop + 1
             if stop == len(nodes):
-                raise Unsupported("a reshape of the last stage's result as the model's output")
+                if source != _output_node(analysis):
+                    raise Unsupported("a reshape of the last stage's result that is not the model's output")
+                plan.final_shape = list(nodes[stop - 1]["shape"])  # the output is the result, reshaped: free
+                return plan
             if nodes[stop]["args"][:1] != [{"node": source}]:
                 raise Unsupported(f"operator {nodes[stop].get('target')} after a reshape does not read it")
         rest, prefix = nodes[stop:], f"u{len(plan.tails)}_"
@@ -475,7 +481,7 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
         outer, reduce = outer * groups, reduce // groups
     if op == "batch_norm":
         outer, reduce, inner = in_shape[1], math.prod(in_shape) // in_shape[1], 1
-    if inner != 1 and op not in ("sum", "mean", "max", "min", "norm"):
+    if inner != 1 and op not in ("sum", "mean", "max", "min", "norm", "softmax", "log_softmax", "logsumexp"):
         raise Unsupported(f"{row['target']} over a dim that is not the last one")
     if op in ("max", "min") and row.get("target") in ("max", "min") and _output_node(analysis) == row["name"]:
         raise Unsupported(f"torch.{row['target']}(x, dim) returns values and indices; the heuristic computes values only")
@@ -602,7 +608,8 @@ def _normalization(plan, row, builder, out):
 
 
 def _input_transposes(analysis, nodes):
-    """{node name: input node} for the leading `B.T` of 2-D model inputs: a GEMM reads them transposed in place."""
+    """{node name: input or parameter node} for the leading `B.T` of 2-D model inputs and parameters: a GEMM reads
+    them transposed in place."""
     by_name = {n["name"]: n for n in analysis["nodes"]}
     out = {}
     for node in nodes:
@@ -611,7 +618,7 @@ def _input_transposes(analysis, nodes):
                 or not isinstance(args[0], dict):
             break
         source = by_name[args[0]["node"]]
-        if source["op"] != "placeholder" or len(source["shape"] or []) != 2:
+        if source["op"] not in ("placeholder", "get_attr") or len(source["shape"] or []) != 2:
             break
         out[node["name"]] = source
     return out
@@ -644,9 +651,14 @@ def _gemm_plan(analysis, nodes, transposes=None, prefix="t"):
     else:
         name = first["args"][1]["node"]
         other = transposes.get(name) or b.nodes[name]
-        if other["op"] != "placeholder":
-            raise Unsupported("matmul with a non-input right operand")
-        weight = Operand(w_name, "input", b.inputs.index(other), other["shape"])
+        if other["op"] == "get_attr" and other["target"] in analysis["params"]:  # x @ W or x @ W.T of a parameter
+            weight = Operand(w_name, "param", other["target"], analysis["params"][other["target"]])
+        elif other["op"] != "placeholder":
+            raise Unsupported("matmul with a right operand that is neither an input nor a parameter")
+        else:
+            weight = Operand(w_name, "input", b.inputs.index(other), other["shape"])
+        if len(weight.shape) < 2:
+            raise Unsupported(f"matmul with a right operand of shape {weight.shape}")
         if name in transposes:  # B.T of a stored [N, K]: the same layout as a linear layer's weight
             n, k = other["shape"]
             transposed = True

@@ -489,3 +489,124 @@ def test_batch_norm_kernels_follow_the_modules_mode_and_update_its_running_stati
     ref.eval(), new.eval()
     x = torch.randn(2, 3, 16, 16)  # eval mode: the running statistics
     torch.testing.assert_close(new(x), ref(x), atol=1e-4, rtol=1e-4)
+
+
+PARAMETER_TRANSPOSED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(24, 32))
+
+    def forward(self, x):
+        x = torch.matmul(x, self.weight.T) / 2
+        return torch.sum(x, dim=1, keepdim=True) * 1.5
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return []
+"""
+POOL_OF_UNSQUEEZED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.matmul = nn.Linear(32, 48)
+        self.max_pool = nn.MaxPool1d(2)
+
+    def forward(self, x):
+        x = self.max_pool(self.matmul(x).unsqueeze(1)).squeeze(1)
+        return torch.sum(x, dim=1) * 0.5
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return []
+"""
+RESHAPED_OUTPUT = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1).view(4, -1)
+
+def get_inputs():
+    return [torch.randn(4, 8, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("name,source,stages,shape", [
+    ("parameter_transposed", PARAMETER_TRANSPOSED, ["gemm", "rowwise"], [8, 1]),
+    ("pool_of_unsqueezed", POOL_OF_UNSQUEEZED, ["gemm", "pool", "rowwise"], [8]),
+    ("reshaped_output", RESHAPED_OUTPUT, ["rowwise"], [4, 128]),
+])
+def test_transposed_parameters_squeezes_and_a_reshaped_output_plan_and_verify(tmp_path, name, source, stages, shape):
+    from agent.heuristic.analyze import analyze
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    plan = make_plan(analyze(str(problem)))
+    assert [plan.kind] + [t.kind for t in plan.tails] == stages and plan.result_shape == shape
+    traj = run_episode(tmp_path, source, name)
+    assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
+
+
+CHANNEL_LOG_SOFTMAX = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.log_softmax(x * 2.0, dim=1) + 1.0
+
+def get_inputs():
+    return [torch.randn(2, 8, 5, 6)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_CHANNEL_LOGSUMEXP = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, 3)
+
+    def forward(self, x):
+        return torch.relu(torch.logsumexp(self.conv(x), dim=1, keepdim=True))
+
+def get_inputs():
+    return [torch.randn(2, 3, 6, 7, 8)]
+
+def get_init_inputs():
+    return []
+"""
+CONV_CHANNEL_SOFTMAX = CONV_CHANNEL_LOGSUMEXP.replace(
+    "torch.relu(torch.logsumexp(self.conv(x), dim=1, keepdim=True))", "torch.sigmoid(torch.softmax(self.conv(x), dim=1))")
+
+
+@pytest.mark.parametrize("name,source,geometry", [
+    ("conv_channel_logsumexp", CONV_CHANNEL_LOGSUMEXP, (2, 8, 4 * 5 * 6)),
+    ("conv_channel_softmax", CONV_CHANNEL_SOFTMAX, (2, 8, 4 * 5 * 6)),
+    ("channel_log_softmax", CHANNEL_LOG_SOFTMAX, (2, 8, 5 * 6))])
+def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows(tmp_path, name, source, geometry):
+    from agent.heuristic.analyze import analyze
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    plan = make_plan(analyze(str(problem)))
+    row = plan.tails[0] if plan.tails else plan
+    assert (row.outer, row.reduce, row.inner) == geometry
+    traj = run_episode(tmp_path, source, name)
+    assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
