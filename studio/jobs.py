@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from agent.workspace import write_files
 from sandbox.errors import InvalidProblem
 from sandbox.validate import validate_problem as validate_problem_file
 from studio.models import Problem
@@ -109,10 +110,7 @@ def package_version(version_id):
     with tempfile.TemporaryDirectory(prefix=f"ks-package-{version_id}-") as tmp:
         problem = Path(tmp) / f"{version.problem.name}.py"
         problem.write_text(version.problem.source, encoding="utf-8")
-        workspace = Path(tmp) / "workspace"
-        for rel, text in version.files.items():
-            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-            (workspace / rel).write_text(text, encoding="utf-8")
+        workspace = write_files(Path(tmp) / "workspace", version.files)
         try:
             result = package_solution(problem, workspace, out, name=f"ks-{version.problem.name}-v{version.pk}",
                                       verdict=version.verdict)
@@ -142,10 +140,7 @@ def evaluate_edit(evaluation_id):
     with tempfile.TemporaryDirectory(prefix=f"ks-edit-{evaluation_id}-") as tmp:
         problem = Path(tmp) / f"{run.problem.name}.py"
         problem.write_text(run.problem.source, encoding="utf-8")
-        workspace = Path(tmp) / "workspace"
-        for rel, text in evaluation.files.items():
-            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-            (workspace / rel).write_text(text, encoding="utf-8")
+        workspace = write_files(Path(tmp) / "workspace", evaluation.files)
         try:
             verdict = sandbox.evaluate(problem, workspace, EvalConfig(device=run.device)).to_json()
         except SandboxError as exc:

@@ -44,34 +44,25 @@ def drop_database(name):
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+def kill_family(pid):
+    """SIGKILL process PID and everything it started (an RQ worker's work horse, the sandbox's processes)."""
+    import psutil
+    try:
+        parent = psutil.Process(pid)
+        family = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        family = []
+    for member in family:
+        try:
+            member.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+
+
 def kill_tree(process):
     """Kill a subprocess and every process under it, then reap it (its children may hold its pipes open)."""
-    import psutil
-    survivors = [process] if process.poll() is None else []
-    try:
-        survivors += psutil.Process(process.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        pass
-    for proc in survivors:
-        proc.kill()
+    kill_family(process.pid)
     process.communicate(timeout=30)
-
-
-def chromium_missing():
-    """Why no browser test can run here, or '' when Chromium and Playwright are both present."""
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        return f"no Chromium at {CHROMIUM} (make setup installs Debian's chromium package as root)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is missing (pip install -e '.[test]')"
-    return ""
-
-
-def launch_chromium(playwright, user_data_dir, **options):
-    """A persistent Chromium context on a fresh profile folder, with the flags that work here."""
-    return playwright.chromium.launch_persistent_context(
-        str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, **options)
 
 
 def log_in(page, studio):

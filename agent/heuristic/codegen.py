@@ -262,50 +262,35 @@ def cuda_rowwise(plan, block):
     epi_params = ["ROW"] + (["LOAD_" + x] if plan.normalize else [])
     src += _op_function("epi_op", epi_params, plan.body, qualifier="__device__ __forceinline__ ")
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
-    if plan.inner > 1 and op in SOFTMAX_FAMILY:
-        # One thread per (outer, inner) position, its row strided by `inner` (adjacent threads read adjacent
-        # addresses); an online max and sum in one pass, then the writes.
-        write = {"softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                            "epi_op(__expf(pre_op(p[r * inner]) - m) / s);",
-                 "log_softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                                "epi_op(pre_op(p[r * inner]) - m - logf(s));",
-                 "logsumexp": "out[t] = epi_op(m + logf(s));"}[op]
-        src += f"""
-__global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
-    const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
-    for (int64_t t = blockIdx.x * (int64_t)BLOCK + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * BLOCK) {{
-        const int64_t o = t / inner, i = t % inner;
-        const float* p = {x} + o * R * inner + i;
-        float m = -INFINITY, s = 0.f;
-        for (int64_t r = 0; r < R; ++r) {{
-            const float v = pre_op(p[r * inner]);
-            if (v > m) {{ s = s * __expf(m - v) + 1.f; m = v; }} else {{ s += __expf(v - m); }}
-        }}
-        {write}
-    }}
-}}
-void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stream) {{
-    int64_t total = outer * {plan.inner}LL;
-    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
-    row_kernel<<<blocks, BLOCK, 0, stream>>>({x}, out, outer);
-}}
-"""
-        return src
     if plan.inner > 1:
-        init, step, fin = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
-                           "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
-                           "min": ("INFINITY", "acc = fminf(acc, v);", "acc"),
-                           "norm": ("0.f", "acc += v * v;", "sqrtf(acc)")}[op]
-        write = (f"const float row = {fin}; for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                 "epi_op(row, p[r * inner]);" if plan.normalize else f"out[t] = epi_op({fin});")
+        # One thread per (outer, inner) position, its row strided by `inner` (adjacent threads read adjacent
+        # addresses). The softmax family keeps an online max and sum in one pass, then writes.
+        if op in SOFTMAX_FAMILY:
+            loop = ("float m = -INFINITY, s = 0.f;\n        for (int64_t r = 0; r < R; ++r) {\n"
+                    "            const float v = pre_op(p[r * inner]);\n"
+                    "            if (v > m) { s = s * __expf(m - v) + 1.f; m = v; } else { s += __expf(v - m); }\n        }")
+            write = {"softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                                "epi_op(__expf(pre_op(p[r * inner]) - m) / s);",
+                     "log_softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                                    "epi_op(pre_op(p[r * inner]) - m - logf(s));",
+                     "logsumexp": "out[t] = epi_op(m + logf(s));"}[op]
+        else:
+            init, step, fin = {"sum": ("0.f", "acc += v;", "acc"),
+                               "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
+                               "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
+                               "min": ("INFINITY", "acc = fminf(acc, v);", "acc"),
+                               "norm": ("0.f", "acc += v * v;", "sqrtf(acc)")}[op]
+            loop = (f"float acc = {init};\n        "
+                    f"for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}")
+            write = (f"const float row = {fin}; for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                     "epi_op(row, p[r * inner]);" if plan.normalize else f"out[t] = epi_op({fin});")
         src += f"""
 __global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
     for (int64_t t = blockIdx.x * (int64_t)BLOCK + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * BLOCK) {{
         const int64_t o = t / inner, i = t % inner;
         const float* p = {x} + o * R * inner + i;
-        float acc = {init};
-        for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}
+        {loop}
         {write}
     }}
 }}

@@ -1,6 +1,5 @@
 """A worker that dies mid-run leaves the run failed with the reason, not stuck as running."""
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -9,13 +8,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import django_rq
-import psutil
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
 from studio.models import Problem, Run
 from studio.reconcile import reconcile
+from studio.testing import kill_family
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,15 +32,6 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-
-
-def kill_tree(pid):
-    parent = psutil.Process(pid)
-    for proc in parent.children(recursive=True) + [parent]:
-        try:
-            proc.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
 
 
 def test_a_run_whose_worker_dies_is_marked_failed_with_the_reason(client, tmp_path):
@@ -62,12 +52,12 @@ def test_a_run_whose_worker_dies_is_marked_failed_with_the_reason(client, tmp_pa
             assert time.monotonic() < deadline, "the worker never started the run"
             time.sleep(0.2)
         assert reconcile() == 0  # alive and working: left alone
-        kill_tree(worker.pid)
+        kill_family(worker.pid)
         worker.wait(10)
         assert reconcile() == 1
     finally:
         if worker.poll() is None:
-            kill_tree(worker.pid)
+            kill_family(worker.pid)
     run.refresh_from_db()
     assert run.status == "failed" and "stopped answering" in run.error
 

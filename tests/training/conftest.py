@@ -7,7 +7,6 @@ are reused), and real `rq worker` processes on a queue of the test's own against
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,8 +14,9 @@ import textwrap
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
+
+from studio.testing import kill_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,21 +103,6 @@ def evaluation_env(evaluation_cache, monkeypatch):
     monkeypatch.setenv("KS_SANDBOX_MEMORY_MB", "4096")
     monkeypatch.delenv("REDIS_URL", raising=False)
     return dict(os.environ)
-
-
-def kill_tree(proc):
-    """SIGKILL PROC and everything it started (an RQ worker's work horse, the sandbox's processes)."""
-    try:
-        parent = psutil.Process(proc.pid)
-        family = parent.children(recursive=True) + [parent]
-    except psutil.NoSuchProcess:
-        family = []
-    for member in family:
-        try:
-            member.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-    proc.wait(30)
 
 
 @pytest.fixture

@@ -3,33 +3,19 @@ the test's own, a real `rq worker` runs them (jailed probes, torch.compile on th
 summary land beside --out; rerunning the same command continues the run instead of starting over."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from sandbox.validate import validate_problem
+from studio.testing import kill_tree
 from training.synthesis.filters import FILTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("KS_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-def _kill_family(proc):
-    try:
-        family = psutil.Process(proc.pid).children(recursive=True) + [psutil.Process(proc.pid)]
-    except psutil.NoSuchProcess:
-        family = []
-    for member in family:
-        try:
-            member.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-    proc.wait(30)
 
 
 @pytest.fixture
@@ -44,7 +30,7 @@ def synthesis_queue(tmp_path):
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     yield name, env, tmp_path / "worker.log"
     if worker.poll() is None:
-        _kill_family(worker)
+        kill_tree(worker)
     connection = Redis.from_url(REDIS_URL)
     queue = Queue(name, connection=connection)
     for registered in Worker.all(queue=queue):
