@@ -65,6 +65,23 @@ def kill_tree(process):
     process.communicate(timeout=30)
 
 
+def chromium_missing():
+    """Why no browser test can run here, or '' when Chromium and Playwright are both present."""
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        return f"no Chromium at {CHROMIUM} (make setup installs Debian's chromium package as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[test]')"
+    return ""
+
+
+def launch_chromium(playwright, user_data_dir, **options):
+    """A persistent Chromium context on a fresh profile folder, with the flags that work here."""
+    return playwright.chromium.launch_persistent_context(
+        str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, **options)
+
+
 def log_in(page, studio):
     """Sign a Playwright page in to a LiveStudio as its admin; the page ends on the studio's front page."""
     page.goto(studio.url + "/accounts/login/")
