@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sandbox import EvalConfig
+from sandbox import EvalConfig, Verdict
 
 from agent.context import Context
 from agent.policies.base import ContextTooLong, PolicyError, Task
@@ -142,7 +142,13 @@ class Episode:
                 break
 
         # the result is the best verified solution; with none verified, the workspace as the agent left it
-        if best is None:
+        if best is None and ws.holds_the_starter():
+            # Nothing was written: the starter's forward raises NotImplementedError, no need to run it to know.
+            verdict = Verdict(status="runtime_error", device=cfg.device,
+                              log=f"no solution: the workspace still holds the starter's files, whose "
+                                  f"ModelNew.forward raises NotImplementedError (the episode ended: {stop})")
+            best = {"turn": None, "verdict": verdict, "files": ws.solution_files()}
+        elif best is None:
             result = tools.tool_verify()
             best = {"turn": None, "verdict": result.verdict, "files": result.files}
         restore(ws, best["files"])

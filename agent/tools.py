@@ -298,8 +298,10 @@ def describe_verdict(v, profile=False):
                      f"{v.max_rel_error:.2e})")
         spread = v.timing.get("candidate", {}).get("spread_pct")
         lines.append(f"runtime {v.runtime_ms:.4f} ms" + (f" (spread {spread:.0f}%)" if spread is not None else ""))
-        if v.eager_ms is not None:
+        if v.eager_ms is not None and v.speedup_vs_eager is not None:
             lines.append(f"eager {v.eager_ms:.4f} ms: speedup {v.speedup_vs_eager:.2f}x")
+        elif v.eager_ms is not None:  # a time of 0 on either side: no ratio to give
+            lines.append(f"eager {v.eager_ms:.4f} ms: no speedup could be computed")
         if v.compiled_ms is not None and v.speedup_vs_compiled is not None:
             lines.append(f"torch.compile {v.compiled_ms:.4f} ms: speedup {v.speedup_vs_compiled:.2f}x")
         lines.append(_next_milestone(v))

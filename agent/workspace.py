@@ -119,6 +119,13 @@ void copy_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
 '''
 
 
+def starter_files(device):
+    """{relative path: text} of the solution files a fresh workspace starts with."""
+    cuda = device == "cuda"
+    return {"model_new.py": MODEL_NEW, "binding.cpp": BINDING_CUDA if cuda else BINDING_CPU,
+            f"{SOLUTION_FOLDER}/{'copy.cu' if cuda else 'copy.cpp'}": KERNEL_CUDA if cuda else KERNEL_CPU}
+
+
 class Workspace:
     """A folder the agent works in: problem.py and SKILL.md (read-only by convention) and the solution files."""
 
@@ -141,11 +148,13 @@ class Workspace:
         (root / SOLUTION_FOLDER).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(problem, root / "problem.py")
         shutil.copyfile(SKILL, root / "SKILL.md")
-        cuda = device == "cuda"
-        (root / "model_new.py").write_text(MODEL_NEW)
-        (root / "binding.cpp").write_text(BINDING_CUDA if cuda else BINDING_CPU)
-        (root / SOLUTION_FOLDER / ("copy.cu" if cuda else "copy.cpp")).write_text(KERNEL_CUDA if cuda else KERNEL_CPU)
+        for name, text in starter_files(device).items():
+            (root / name).write_text(text)
         return cls(root, device, references)
+
+    def holds_the_starter(self):
+        """Whether the solution files are still exactly the starter's: nothing to evaluate was written."""
+        return self.solution_files() == starter_files(self.device)
 
     def resolve(self, path, write=False):
         """The real path of PATH (relative to the workspace, or `reference/NAME/...`), or PathOutsideWorkspace."""

@@ -9,7 +9,7 @@ import shutil
 import sys
 import time
 
-from sandbox import settings
+from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.errors import BuildError, InvalidProblem
 from sandbox.isolation import Jail, isolation_level
@@ -143,6 +143,7 @@ class Stages:
 
 def _run(problem, solution, config, verdict):
     stage = Stages(verdict)
+    timing_lock.ensure(config.device)
     with Jail("ref", config.device, uid_slot=0) as ref_jail, Jail("cand", config.device, uid_slot=1) as cand_jail:
         problem_ref = ref_jail.give(problem.path, "problem.py")
         problem_cand = cand_jail.give(problem.path, "problem.py")
@@ -166,8 +167,10 @@ def _run(problem, solution, config, verdict):
             stage.done("load solution")
             _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict)
             stage.done("trials")
-            cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
-            timing = cand.recv("timed")["timing"]
+            with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
+                cand.restart_clock(config.timeout_s)
+                cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
+                timing = cand.recv("timed")["timing"]
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
             stage.done("timing")

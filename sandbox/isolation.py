@@ -173,6 +173,8 @@ class Jail:
             "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor", "MAX_JOBS": str(settings.MAX_JOBS),
             "OMP_NUM_THREADS": str(settings.CPU_THREADS), "KS_CPU_THREADS": str(settings.CPU_THREADS),
             "KS_DEVICE": self.device,
+            # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it.
+            "KS_CACHE_DIR": str(settings.cache_dir()),
         }
         for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
                      "CXX", "CC", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "KS_CACHE_DIR"):

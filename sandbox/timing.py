@@ -66,7 +66,9 @@ class _CudaClock:
         props = torch.cuda.get_device_properties(device)
         self.flush_buf = torch.empty(max(2 * props.L2_cache_size, 1 << 20), dtype=torch.uint8, device=device)
         self.gap_ms = 0.0
-        self.gap_ms = _median(self.sample(lambda: None) for _ in range(50))
+        # The timer's own cost: the minimum over empty samples, since a busy GPU (another process's kernels) only
+        # ever adds to it, and an inflated gap would wipe out short kernels' times.
+        self.gap_ms = min(self.sample(lambda: None) for _ in range(50))
 
     def flush(self):
         _zero(self.flush_buf)

@@ -356,6 +356,9 @@ void launch_fused(const float* {x}{affine_ptrs}, float* out, int64_t outer, cuda
     return src
 
 
+SUMMING = ("sum", "mean", "logsumexp")
+
+
 def cuda_gemm(plan, block):
     names = [o.name for o in plan.operands]
     loads = ", ".join(f"{o.name}[{'0' if math.prod(o.shape) == 1 else 'i % N'}]" for o in plan.operands)
@@ -365,16 +368,20 @@ def cuda_gemm(plan, block):
     src += _op_function("epi_op", params, plan.body, qualifier="__device__ __forceinline__ ")
     trivial = plan.body == ["const float result = acc;"]
     m, n, k = plan.m, plan.n, plan.k
+    # TF32 keeps a GEMM's own outputs within 1e-2 of PyTorch's FP32, but a later sum over thousands of them adds
+    # their errors up: with a summing stage after it (sum, mean, logsumexp), the GEMM computes in full FP32.
+    compute = "CUBLAS_COMPUTE_32F" if any(t.kind == "rowwise" and t.row_op in SUMMING for t in plan.tails) \
+        else "CUBLAS_COMPUTE_32F_FAST_TF32"
     if plan.transposed_b:
         gemm = (f"cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {k}, x, CUDA_R_32F, {k}, "
-                f"&beta, out, CUDA_R_32F, {n}, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+                f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)")
     elif plan.batch > 1:
         gemm = (f"cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, "
                 f"{k * n}LL, x, CUDA_R_32F, {k}, {m * k}LL, &beta, out, CUDA_R_32F, {n}, {m * n}LL, {plan.batch}, "
-                f"CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+                f"{compute}, CUBLAS_GEMM_DEFAULT)")
     else:
         gemm = (f"cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, x, CUDA_R_32F, {k}, "
-                f"&beta, out, CUDA_R_32F, {n}, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT)")
+                f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)")
     src += f"""
 __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t total) {{
     const int64_t N = {n}LL;
@@ -432,7 +439,8 @@ def cuda_conv(plan, block):
     x_desc, y_desc = ("dy", "dx") if transposed else ("x", "y")
     if transposed:
         find = ("cudnnConvolutionBwdDataAlgoPerf_t perf[8]; int found = 0;\n"
-                "        check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), \"find\");\n"
+                "        if (cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, s.w, s.x, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
+                "            check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), \"find\");\n"
                 "        const auto& best = pick(perf, found);\n"
                 "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
                 "        check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
@@ -440,7 +448,8 @@ def cuda_conv(plan, block):
         algo_t = "cudnnConvolutionBwdDataAlgo_t"
     else:
         find = ("cudnnConvolutionFwdAlgoPerf_t perf[8]; int found = 0;\n"
-                "        check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), \"find\");\n"
+                "        if (cudnn().cudnnFindConvolutionForwardAlgorithm(h, s.x, s.w, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
+                "            check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), \"find\");\n"
                 "        const auto& best = pick(perf, found);\n"
                 "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
                 "        check(cudnn().cudnnGetConvolutionForwardWorkspaceSize(h, s.x, s.w, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
@@ -472,7 +481,7 @@ __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t n) {{
     X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7) \\
     X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) \\
     X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \\
-    X(cudnnConvolutionBackwardData)
+    X(cudnnConvolutionBackwardData) X(cudnnFindConvolutionForwardAlgorithm) X(cudnnFindConvolutionBackwardDataAlgorithm)
 struct CudnnApi {{
 #define KS_FIELD(f) decltype(&::f) f = nullptr;
     KS_CUDNN_API(KS_FIELD)
@@ -511,7 +520,8 @@ static void check(cudnnStatus_t status, const char* what) {{
 }}
 
 template <typename Perf> static const Perf& pick(const Perf* perf, int found) {{
-    // cuDNN's heuristics rank the algorithms (as PyTorch's default, benchmark=False, does): take the first usable.
+    // Ranked fastest first: measured once at the first call (as torch.backends.cudnn.benchmark does), or by
+    // cuDNN's heuristics where measuring failed (short of memory). Take the first usable.
     for (int i = 0; i < found; ++i) if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
     throw std::runtime_error("cuDNN has no algorithm for this convolution");
 }}

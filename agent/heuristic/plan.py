@@ -143,12 +143,16 @@ class _Builder:
         self.scalars = {}  # input position -> the number the kernel is specialized to
         self.values = {}  # node name -> C expression of its value
         self.operands = {}
+        self.created = 0  # operands named so far
         self.body = []
 
     def operand(self, source, ref, shape):
         key = (source, ref)
         if key not in self.operands:
-            self.operands[key] = Operand(f"{self.prefix}{len(self.operands)}", source, ref, list(shape))
+            # Numbered by creation, not by how many remain: a GEMM or a convolution takes its main input out
+            # again, and the next operand must not get the name of the one after it.
+            self.operands[key] = Operand(f"{self.prefix}{self.created}", source, ref, list(shape))
+            self.created += 1
         return self.operands[key]
 
     def value(self, arg):

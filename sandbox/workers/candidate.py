@@ -16,7 +16,7 @@ from sandbox.problem import import_file, make_inputs, make_model, spec_of, tenso
 from sandbox.protocol import Channel
 from sandbox.timing import measure
 from sandbox.transfer import save_tensors
-from sandbox.workers.common import error_text, is_cuda_fault, select, setup_device, synchronize
+from sandbox.workers.common import all_finite, error_text, is_cuda_fault, select, setup_device, synchronize
 
 _perf = time.perf_counter
 _isfinite = torch.isfinite
@@ -137,7 +137,7 @@ class Candidate:
             self.channel.send("computed", spec=spec_of(out), tensor=False)
             return None
         try:
-            finite = all(bool(_isfinite(t).all()) for t in tensors if t.is_floating_point())
+            finite = all(all_finite(t, _isfinite) for t in tensors if t.is_floating_point())
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
         self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite)

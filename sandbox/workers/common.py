@@ -1,4 +1,5 @@
 """What both workers share: device setup, output saving and sampling, error text."""
+import gc
 import traceback
 
 import torch
@@ -22,6 +23,26 @@ def setup_device(device):
 def synchronize(device):
     if device == "cuda":
         torch.cuda.synchronize()
+
+
+def release_memory(device):
+    """Hand the GPU memory this process no longer uses back to the device: the reference and the candidate share
+    one GPU, and memory freed into PyTorch's caching allocator stays out of the other process's reach."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+FINITE_CHUNK = 1 << 26  # elements checked at a time: the mask of a 7 GiB output would take 1.75 GiB more
+
+
+def all_finite(tensor, isfinite=torch.isfinite, chunk=FINITE_CHUNK):
+    """Whether every element is finite, in chunks of a contiguous tensor's flat view (little extra memory)."""
+    if not tensor.is_contiguous() or tensor.numel() <= chunk:
+        return bool(isfinite(tensor).all())
+    flat = tensor.view(-1)
+    return all(bool(isfinite(flat[i:i + chunk]).all()) for i in range(0, flat.numel(), chunk))
 
 
 def is_cuda_fault(exc):

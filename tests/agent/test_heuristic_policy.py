@@ -252,6 +252,27 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# KernelBench level 2's 33_Gemm_Scale_BatchNorm in small: a linear layer's bias and a parameter in one epilogue.
+LINEAR_SCALE_BATCH_NORM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(32, 16)
+        self.scale = nn.Parameter(torch.randn(16))
+        self.bn = nn.BatchNorm1d(16)
+
+    def forward(self, x):
+        return self.bn(self.gemm(x) * self.scale)
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return []
+"""
 MAX_POOL = """
 import torch
 import torch.nn as nn
@@ -332,7 +353,8 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
                                          ("group_norm", GROUP_NORM), ("linear_group_norm", LINEAR_GROUP_NORM),
                                          ("conv_instance_norm", CONV_INSTANCE_NORM), ("max_pool", MAX_POOL),
                                          ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN),
-                                         ("mlp", MLP), ("lenet", LENET), ("conv_batch_norm", CONV_BATCH_NORM)])
+                                         ("mlp", MLP), ("lenet", LENET), ("conv_batch_norm", CONV_BATCH_NORM),
+                                         ("linear_scale_batch_norm", LINEAR_SCALE_BATCH_NORM)])
 def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
     traj = run_episode(tmp_path, source, name)
@@ -347,6 +369,9 @@ def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallbac
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
     assert written == []
+    # The untouched starter is not sent to the sandbox: its verdict says why there is no solution.
+    assert traj.verdict["status"] == "runtime_error" and "still holds the starter" in traj.verdict["log"]
+    assert "cumsum" in traj.verdict["log"] and traj.verdict["wall_s"] is None
 
 
 def test_plans_refuse_random_operators():

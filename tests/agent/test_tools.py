@@ -108,3 +108,12 @@ def test_the_cpu_reference_example_is_a_correct_solution(tmp_path, fast_eval):
     problem.write_text((example / "problem.py").read_text().replace("4096, 1024", "128, 256"))
     verdict = evaluate(problem, example, fast_eval)
     assert verdict.status == "ok", verdict.log[-2000:]
+
+
+def test_a_correct_verdict_without_a_speedup_is_described_not_a_crash():
+    from agent.tools import describe_verdict
+    from sandbox import Verdict
+    v = Verdict(status="ok", correct=True, reward=0, runtime_ms=0.0, eager_ms=0.0, max_abs_error=0.0,
+                max_rel_error=0.0, trials=[{"ok": True}])
+    text = describe_verdict(v)
+    assert "runtime 0.0000 ms" in text and "no speedup could be computed" in text

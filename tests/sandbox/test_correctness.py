@@ -88,3 +88,18 @@ def test_low_precision_outputs():
     ref = torch.randn(64).half()
     assert compare([ref], [ref.clone()], ATOL, RTOL).ok
     assert not compare([ref], [(ref.float() + 1).half()], ATOL, RTOL).ok
+
+
+def test_the_finite_check_of_a_large_output_reads_it_in_chunks_and_finds_a_nan_in_any_of_them():
+    import torch
+
+    from sandbox.workers.common import all_finite
+    t = torch.zeros(10, 7)
+    assert all_finite(t, chunk=8)
+    for flat_index in (0, 33, 69):
+        bad = t.clone()
+        bad.view(-1)[flat_index] = float("nan")
+        assert not all_finite(bad, chunk=8)
+    inf_in_a_view = torch.zeros(7, 10).t()  # not contiguous: checked whole
+    inf_in_a_view[9, 6] = float("inf")
+    assert not all_finite(inf_in_a_view, chunk=8)

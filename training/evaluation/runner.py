@@ -3,6 +3,10 @@ moment it lands, so that an interrupted evaluation resumes where it stopped.
 
 A lost episode (its process or worker died) runs again, up to MAX_ATTEMPTS times, then is stored as an error;
 errors run again on the next --resume. A finished episode is never run again.
+
+Local episodes share one GPU. KernelBench's level-1 inputs reach 6 GiB a tensor, and one such episode (reference
+and candidate processes, outputs, poisoned buffers) can take half of an 80 GiB card. An episode that ran out of GPU
+memory while others ran beside it is not stored: it runs again alone, when no other episode is running.
 """
 import logging
 import multiprocessing
@@ -42,6 +46,19 @@ def pending_requests(folder, problems, arms, template):
     return requests, done
 
 
+OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation")
+
+
+def out_of_gpu_memory(payload):
+    """Whether an episode's result failed because the GPU ran out of memory (its error or its verdict's log)."""
+    result = payload.get("result") or {}
+    verdict = result.get("verdict") or {}
+    if verdict.get("correct"):
+        return False
+    text = (result.get("error") or "") + "\n" + (verdict.get("log") or "")
+    return bool(OUT_OF_MEMORY.search(text))
+
+
 def error_payload(request, reason):
     problem = BenchProblem.from_json(request.problem)
     result = EpisodeResult(arm=request.arm, key=problem.key, level=problem.level, problem_id=problem.problem_id,
@@ -79,23 +96,36 @@ class Runner:
 
 
 # -- in-process: a pool of local processes --------------------------------------------------------------------
-def run_local(requests, runner, workers):
-    """Run REQUESTS in WORKERS fresh processes (spawned: nothing of this process's state, no CUDA, is inherited)."""
-    todo = deque(requests)
+def run_local(requests, runner, workers, job=run_episode):
+    """Run REQUESTS in WORKERS fresh processes (spawned: nothing of this process's state, no CUDA, is inherited).
+
+    An episode that ran out of GPU memory beside others goes to a queue of episodes that run alone: while that
+    queue holds one, no new episode starts until those in flight end, then it runs by itself."""
+    todo, alone = deque(requests), deque()
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    running = {}
+    running, shared = {}, set()  # shared: futures that had another episode beside them at some point
     try:
-        while todo or running:
-            while todo and len(running) < workers and not runner.out_of_time():
-                request = todo.popleft()
-                running[pool.submit(run_episode, request.to_json())] = request
+        while todo or alone or running:
+            if alone:
+                if not running and not runner.out_of_time():
+                    request = alone.popleft()
+                    running[pool.submit(job, request.to_json())] = request
+            else:
+                while todo and len(running) < workers and not runner.out_of_time():
+                    request = todo.popleft()
+                    future = pool.submit(job, request.to_json())
+                    running[future] = request
+                    if len(running) > 1:
+                        shared.update(running)
             if not running:
                 break
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             broken = False
             for future in done:
                 request = running.pop(future)
+                was_shared = future in shared
+                shared.discard(future)
                 try:
                     payload = future.result()
                 except EvaluationAborted:
@@ -110,13 +140,19 @@ def run_local(requests, runner, workers):
                     log.exception("episode %s/%s crashed", request.arm, request.key)
                     runner.handle(error_payload(request, f"the episode crashed: {type(exc).__name__}: {exc}"))
                 else:
-                    runner.handle(payload)
+                    if was_shared and out_of_gpu_memory(payload):
+                        runner.progress.note(f"{request.arm}/{request.key}: ran out of GPU memory beside other "
+                                             f"episodes; it runs again alone")
+                        alone.append(request)
+                    else:
+                        runner.handle(payload)
             if broken:
                 for future, request in list(running.items()):
                     running.pop(future)
                     again = runner.retry(request, "its worker process died")
                     if again:
                         todo.appendleft(again)
+                shared.clear()
                 pool.shutdown(wait=False, cancel_futures=True)
                 pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     except BaseException:
@@ -126,7 +162,7 @@ def run_local(requests, runner, workers):
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    runner.not_started = len(todo)
+    runner.not_started = len(todo) + len(alone)
 
 
 def _interrupt(pool):

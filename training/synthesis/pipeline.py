@@ -2,17 +2,15 @@
 filter after each, rescaling the batch when the eager time misses the window. `synthesize_one` is what a runner
 thread or an RQ job calls; it returns an Attempt and never raises for a bad candidate.
 """
-import fcntl
 import logging
 import math
-import os
 import random
 import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sandbox import settings
+from sandbox import timing_lock
 from sandbox.config import EvalConfig
 from sandbox.harness import StageFailed, Worker
 from sandbox.isolation import Jail
@@ -30,17 +28,11 @@ INTERMEDIATES = 8
 
 @contextmanager
 def device_lock(device):
-    """Timing is exclusive per device across every thread and worker process of this host: concurrent probes
-    would slow each other's measurements. Compiling and validating stay parallel."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all") if device == "cuda" else "cpu"
-    path = settings.cache_dir() / "synthesis" / "locks" / f"timing-{device}-{visible.replace(',', '_')}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    """Timing is exclusive per device across every thread and worker process of this host, evaluations included:
+    concurrent probes would slow each other's measurements. Compiling and validating stay parallel."""
+    timing_lock.ensure(device)
+    with timing_lock.exclusive(device):
+        yield
 
 
 def eval_config(run):

@@ -1,0 +1,59 @@
+"""The host's timing lock: an evaluation measures baselines and its solution only while it holds the lock of its
+device (the jailed reference takes it through a read-only descriptor), so concurrent evaluations never time at
+once; a lock held elsewhere makes it wait, not fail."""
+import threading
+import time
+
+from sandbox import timing_lock
+
+HOLD_S = 6.0
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(128, 512), torch.randn(128, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def hold_lock(device, seconds, taken):
+    with timing_lock.exclusive(device):
+        taken.set()
+        time.sleep(seconds)
+
+
+def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_is_not_timed(run_eval, files,
+                                                                                             honest):
+    # A problem of its own (a comment in it), so that its baselines are measured now rather than found cached.
+    problem = files.problem(PROBLEM + f"# {time.time_ns()}\n", "locked.py")
+    timing_lock.ensure("cpu")
+    taken = threading.Event()
+    holder = threading.Thread(target=hold_lock, args=("cpu", HOLD_S, taken))
+    holder.start()
+    assert taken.wait(5)
+    verdict = run_eval(problem, honest)
+    holder.join()
+    assert verdict.status == "ok" and verdict.correct, verdict.log
+    stages = verdict.timing["stages_s"]
+    # The baselines could not be measured before the lock was let go: their stage ends after it.
+    before_trials = stages["build"] + stages["start workers"] + stages["validate and baselines"]
+    assert before_trials >= HOLD_S - 0.5, stages
+    assert verdict.eager_ms < 100 and verdict.runtime_ms < 100, verdict.timing
+
+
+def test_without_a_lock_file_it_times_unlocked_and_says_so(caplog, tmp_path, monkeypatch):
+    monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "none-yet"))
+    entered = False
+    with timing_lock.exclusive("cpu"):
+        entered = True
+    assert entered and "timing without the cpu timing lock" in caplog.text
