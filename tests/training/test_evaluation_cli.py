@@ -120,3 +120,27 @@ def test_report_only_rewrites_the_report_from_stored_results(
     level = json.loads((out / "metrics.json").read_text())["arms"]["strict"]["levels"]["3"]
     assert level["compiled"]["fast_p"]["2.0"] == 1.0 and level["compiled"]["fast_p"]["3.0"] == 0.0
     assert "| level 3 | 1 | 1 (100.0%) | 100.0% | 100.0% | 4.00x / 4.00x | 3.00x / 3.00x |" in capsys.readouterr().out
+
+
+def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_skips_what_is_current(
+        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
+    problems, out = evaluation_problems("1_Scale_ReLU"), tmp_path / "out"
+    assert evaluate("--problems", problems, "--out", out, *evaluation_flags) == 0
+    first = lines(out / "results.jsonl")[-1]
+    assert first["verdict"]["correct"]
+
+    capsys.readouterr()
+    assert evaluate("--retime", "--problems", problems, "--out", out, "--workers", 1) == 0
+    assert "1 stored correct solution(s) to re-time" in capsys.readouterr().out
+    stored = lines(out / "results.jsonl")
+    assert len(stored) == 2 and stored[-1]["key"] == first["key"] and stored[-1]["turns"] == first["turns"]
+    retimed = stored[-1]["extra"]["retimed"]
+    assert retimed["previous_speedup_vs_eager"] == first["verdict"]["speedup_vs_eager"] and retimed["protocol"] >= 2
+    assert stored[-1]["verdict"]["correct"] and stored[-1]["verdict"]["runtime_ms"] > 0
+    assert stored[-1]["verdict"]["solution_hash"] == first["verdict"]["solution_hash"]
+
+    assert evaluate("--retime", "--problems", problems, "--out", out) == 0  # nothing stale: nothing runs
+    assert "0 stored correct solution(s) to re-time" in capsys.readouterr().out
+    assert len(lines(out / "results.jsonl")) == 2
+    assert evaluate("--retime", "--out", out) == 2  # without --problems: refused, nothing lost
+    assert len(lines(out / "results.jsonl")) == 2

@@ -8,6 +8,7 @@ for --device cpu; start workers with `rq worker gpu --url URL`), otherwise here 
 result lands in OUT/results.jsonl as it finishes; --resume runs only what is missing (and collects what workers
 finished while this command was away). --compare strict,relaxed runs every problem under each sandbox setting and
 reports them side by side. OUT/metrics.json and OUT/metrics.md hold the report (--report-only rewrites them).
+--retime evaluates the stored correct solutions again under the current timing protocol, and only that.
 """
 import argparse
 import dataclasses
@@ -82,6 +83,9 @@ def add_arguments(parser):
     run.add_argument("--stop-after", type=float, default=None,
                      help="start no episode after this many seconds (those running finish); --resume continues")
     run.add_argument("--report-only", action="store_true", help="only rewrite metrics.json and metrics.md of --out")
+    run.add_argument("--retime", action="store_true",
+                     help="re-time the correct solutions stored in --out under the current timing protocol (their "
+                          "problems from --problems), then rewrite the report; no episode runs")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -182,6 +186,12 @@ def _report(folder, quiet):
 def _check(args):
     if args.report_only:
         return
+    if args.retime:
+        if not args.problems:
+            raise UsageError("--problems is required with --retime: the solutions are evaluated on them again")
+        if args.workers is not None and args.workers < 1:
+            raise UsageError("--workers takes 1 or more")
+        return
     for flag, value in (("--problems", args.problems), ("--policy", args.policy)):
         if not value:
             raise UsageError(f"{flag} is required (unless --report-only)")
@@ -200,6 +210,11 @@ def run(args):
             folder.read_spec()
             _report(folder, args.quiet)
             return 0
+        if args.retime:
+            folder.lock()
+            folder.spec = folder.read_spec()
+            chosen = {p.key: p for p in problem_source.read_problems(args.problems)}
+            return _retime(args, folder, chosen)
         arms = arms_of(args)
         chosen = _select(args)
         folder.open(_spec(args, arms), args.resume)
@@ -211,6 +226,22 @@ def run(args):
         return _evaluate(args, folder, arms, chosen)
     finally:
         folder.close()
+
+
+def _retime(args, folder, chosen):
+    from training.evaluation import retime
+    print(f"{len(retime.stale(folder))} stored correct solution(s) to re-time in {folder.path}, "
+          f"{args.workers or 1} at a time", flush=True)
+    status = 0
+    try:
+        done, skipped, left = retime.retime(folder, chosen, args.workers or 1, args.stop_after,
+                                            note=(lambda text: None) if args.quiet else print)
+        print(f"re-timed {done}, skipped {skipped}" + (f"; {left} left: run the same command again" if left else ""))
+    except KeyboardInterrupt:
+        print("\ninterrupted: what was re-timed is stored; run the same command again to continue", file=sys.stderr)
+        status = 130
+    _report(folder, args.quiet)
+    return status
 
 
 def _evaluate(args, folder, arms, chosen):
