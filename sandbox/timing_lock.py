@@ -23,11 +23,15 @@ def lock_path(device):
 def ensure(device):
     """Create the lock file where jailed workers can open it (folders 755, file 644); returns its path."""
     path = lock_path(device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o755)
-    if not path.exists():
+    if path.exists():  # made by this or another user of the cache: left as it is
+        return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, 0o755)
         path.touch()
         os.chmod(path, 0o644)
+    except OSError as exc:  # a cache this user may not write: time unlocked, as exclusive() says
+        log.warning("cannot create the timing lock %s (%s)", path, exc)
     return path
 
 

@@ -230,16 +230,20 @@ def run(args):
 
 def _retime(args, folder, chosen):
     from training.evaluation import retime
-    print(f"{len(retime.stale(folder))} stored correct solution(s) to re-time in {folder.path}, "
-          f"{args.workers or 1} at a time", flush=True)
+    stale = len(retime.stale(folder))
+    print(f"{stale} stored correct solution(s) to re-time in {folder.path}, {args.workers or 1} at a time", flush=True)
+    progress = Progress(stale, quiet=args.quiet)
+    work = runner.Runner(folder, progress, args.stop_after)
     status = 0
     try:
-        done, skipped, left = retime.retime(folder, chosen, args.workers or 1, args.stop_after,
-                                            note=(lambda text: None) if args.quiet else print)
-        print(f"re-timed {done}, skipped {skipped}" + (f"; {left} left: run the same command again" if left else ""))
+        done, skipped = retime.retime(folder, chosen, work, args.workers or 1, progress.note)
+        print(f"re-timed {done}, skipped {skipped}" +
+              (f"; {work.not_started} left: run the same command again" if work.not_started else ""))
     except KeyboardInterrupt:
         print("\ninterrupted: what was re-timed is stored; run the same command again to continue", file=sys.stderr)
         status = 130
+    finally:
+        progress.close()
     _report(folder, args.quiet)
     return status
 

@@ -36,6 +36,8 @@ class EpisodeRequest:
     response_tokens: int = 4096
     eval: dict = field(default_factory=dict)  # EvalConfig.to_json()
     attempt: int = 1
+    # Re-timing (retime.py) instead of an episode: {"result": the stored EpisodeResult JSON, "solution": its file}
+    retime: dict = field(default_factory=dict)
 
     @property
     def key(self):
