@@ -29,7 +29,7 @@ from bench._gpu import PROBLEM_SOURCES, REPO, gpu_missing
 
 # Sized for one 10-minute command on one H100 (see the docstring); pass --set to change any of them.
 OVERRIDES = ["ppo.steps=4", "ppo.episodes_per_step=12", "eval_episodes=12", "episode.max_turns=3",
-             "episode.response_tokens=128", "rft.episodes=36", "value.episodes=6", "value.max_epochs=6"]
+             "episode.response_tokens=128", "rft.episodes=24", "value.episodes=6", "value.max_epochs=6"]
 
 
 def main(argv=None):

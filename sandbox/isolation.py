@@ -113,6 +113,29 @@ class Exit:
         return f"exited with code {self.returncode}"
 
 
+UID_RANGE = 30000  # jail uids are UID_BASE .. UID_BASE + UID_RANGE - 1
+
+
+def reserve_uid(root, start):
+    """(uid, the descriptor holding it): the first jail uid from START on (modulo the range) that no other jail
+    on this host holds. Each is held by an exclusive flock on ROOT/uids/UID, which conflicts between threads of
+    one process as between processes, and is let go when the descriptor closes (or its process dies)."""
+    import fcntl
+    folder = Path(root) / "uids"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for i in range(UID_RANGE):
+        uid = settings.UID_BASE + (start + i) % UID_RANGE
+        fd = os.open(folder / str(uid), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return uid, fd
+    raise IsolationError(f"all {UID_RANGE} jail uids from {settings.UID_BASE} are held: too many evaluations at "
+                         f"once on this host; wait for some to finish")
+
+
 class Jail:
     """One private folder and the jailed processes that run in it; use as a context manager."""
 
@@ -123,11 +146,13 @@ class Jail:
         self.private = self.root / f"{kind}-{uuid.uuid4().hex[:12]}"
         self.private.mkdir(mode=0o700)
         self.device = device
-        self.uid = None
+        self.uid = self._uid_lock = None
         if os.geteuid() == 0:
-            # A uid of our own per evaluation and role: no other process owns it, so every straggler
-            # it leaves can be found and killed, and two evaluations cannot read each other's files.
-            self.uid = settings.UID_BASE + (os.getpid() * 4 + uid_slot) % 30000
+            # A uid of our own per jail: no other jail holds it, so every straggler it leaves can be found and
+            # killed, and two evaluations cannot read each other's files. Reserved, not derived from the pid
+            # alone: jails of one process (episodes in threads) once shared a uid, and closing one killed the
+            # processes of all the others.
+            self.uid, self._uid_lock = reserve_uid(self.root, os.getpid() * 4 + uid_slot)
             os.chown(self.private, self.uid, self.uid)
         self._procs = []
 
@@ -281,3 +306,6 @@ class Jail:
                 proc.wait()
         self._kill_uid()
         shutil.rmtree(self.private, ignore_errors=True)
+        if self._uid_lock is not None:
+            os.close(self._uid_lock)  # the uid is free again once its processes are gone
+            self._uid_lock = None

@@ -1,10 +1,13 @@
 """`python -m agent.heuristic.analyze problem.py`: the problem's graph as JSON, traced on meta tensors.
 
 Run through the agent's bash tool, so the problem's code executes jailed like everything else; meta tensors
-mean no memory is spent on KernelBench's large inputs.
+mean no memory is spent on KernelBench's large inputs. The JSON is printed on one `ANALYSIS` line when it fits
+one observation; a whole network's graph does not, so it is always written to analysis.json too, cut into
+lines of CHUNK characters that the policy reads back a few lines per read_file call.
 """
 import json
 import sys
+from pathlib import Path
 
 import torch
 import torch.fx
@@ -84,5 +87,21 @@ def analyze(path):
             "init_inputs": [_arg(v) for v in module.get_init_inputs()]}
 
 
+CHUNK = 4000  # characters per line of the file: two lines fit one read_file observation
+INLINE = 8000  # the longest JSON printed on the ANALYSIS line itself
+
+
+def write(analysis, out="analysis.json"):
+    """ANALYSIS's JSON written to OUT in lines of CHUNK characters (joined without separators, it is the JSON);
+    the lines to print: where it is and, when short enough, the JSON itself."""
+    text = json.dumps(analysis)
+    lines = [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)]
+    Path(out).write_text("".join(line + "\n" for line in lines))
+    printed = [f"ANALYSIS-FILE {out} {len(lines)} lines of {CHUNK} characters, {len(text)} in all"]
+    if len(text) <= INLINE:
+        printed.append("ANALYSIS " + text)
+    return printed
+
+
 if __name__ == "__main__":
-    print("ANALYSIS " + json.dumps(analyze(sys.argv[1])))
+    print("\n".join(write(analyze(sys.argv[1]))))

@@ -473,7 +473,7 @@ __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t n) {{
 }}
 
 // cuDNN is opened at run time, never linked: the library and its parts (ops, cnn, engines) come from the folder of
-// the cuDNN torch loaded, in the order that keeps a system-wide cuDNN of another version out of the process
+// the cuDNN the framework loaded, in the order that keeps a system-wide cuDNN of another version out of the process
 // (two versions in one process crash it).
 #define KS_CUDNN_API(X) X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \\
     X(cudnnCreateFilterDescriptor) X(cudnnCreateConvolutionDescriptor) X(cudnnSetTensorNdDescriptor) \\
@@ -520,7 +520,7 @@ static void check(cudnnStatus_t status, const char* what) {{
 }}
 
 template <typename Perf> static const Perf& pick(const Perf* perf, int found) {{
-    // Ranked fastest first: measured once at the first call (as torch.backends.cudnn.benchmark does), or by
+    // Ranked fastest first: measured once at the first call (as cudnn.benchmark does in the framework), or by
     // cuDNN's heuristics where measuring failed (short of memory). Take the first usable.
     for (int i = 0; i < found; ++i) if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
     throw std::runtime_error("cuDNN has no algorithm for this convolution");

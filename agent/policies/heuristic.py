@@ -15,6 +15,7 @@ from agent.policies.base import Action, Policy, PolicyError
 from agent.trajectory import ToolCall
 
 BLOCKS = (256, 128, 512)
+READ_LINES = 2  # lines of analysis.json a read_file call asks for: within one observation (analyze.CHUNK)
 
 
 class CannotOptimize(PolicyError):
@@ -37,10 +38,13 @@ class HeuristicPolicy(Policy):
         self.pending = list(BLOCKS[1:]) if task.device == "cuda" else []
         self.last_verdict = None
         self.last_observation = ""
+        self.observations = []  # the last turn's, one per tool call
 
     def observe(self, turn):
+        self.observations = []
         for call in turn.tool_calls:
             self.last_observation = call.observation or call.error
+            self.observations.append(self.last_observation)
             if call.verdict is not None:
                 self.last_verdict = call.verdict
 
@@ -55,10 +59,30 @@ class HeuristicPolicy(Policy):
 
     def _write(self):
         match = re.search(r"^ANALYSIS (.*)$", self.last_observation, re.MULTILINE)
+        if match and _is_json(match.group(1)):
+            return self._plan(match.group(1))
+        match = re.search(r"^ANALYSIS-FILE (\S+) (\d+) lines", self.last_observation, re.MULTILINE)
         if not match:
             raise CannotOptimize(f"the analysis did not run: {self.last_observation[-1500:]}")
+        # A graph too large for one observation: read its file back, READ_LINES lines a call, in one turn.
+        path, count = match.group(1), int(match.group(2))
+        self.state = "read"
+        return Action(thought=f"The graph is too large to print: read {path} back ({count} lines).",
+                      tool_calls=[ToolCall("read_file", {"path": path, "start_line": first,
+                                                         "end_line": min(count, first + READ_LINES - 1)})
+                                  for first in range(1, count + 1, READ_LINES)])
+
+    def _read(self):
+        # Each observation is a header line, then the lines asked for; joined, the lines are the JSON.
+        return self._plan("".join("".join(text.splitlines()[1:]) for text in self.observations))
+
+    def _plan(self, text):
         try:
-            self.plan = make_plan(json.loads(match.group(1)))
+            analysis = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CannotOptimize(f"the analysis could not be read back ({exc}; {len(text)} characters)") from None
+        try:
+            self.plan = make_plan(analysis)
         except Unsupported as exc:
             raise CannotOptimize(f"no kernel written: {exc}") from None
         self.state = "verify"
@@ -103,3 +127,11 @@ class HeuristicPolicy(Policy):
 
     def _done(self):
         raise CannotOptimize("the episode continued after submit")
+
+
+def _is_json(text):
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True

@@ -4,6 +4,8 @@ import pytest
 from agent.heuristic.plan import Unsupported, make_plan
 from agent.loop import Episode, EpisodeConfig
 from agent.policies import make_policy
+from agent.policies.base import Task
+from agent.policies.heuristic import CannotOptimize
 from sandbox import EvalConfig
 
 ELEMENTWISE_CHAIN = """
@@ -373,6 +375,51 @@ def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallbac
     assert traj.verdict["status"] == "runtime_error" and "still holds the starter" in traj.verdict["log"]
     assert "cumsum" in traj.verdict["log"] and traj.verdict["wall_s"] is None
 
+
+DEEP_MLP = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, width=32, depth=24):
+        super().__init__()
+        layers = []
+        for _ in range(depth):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_graph_too_large_for_one_observation_is_read_back_from_its_file(tmp_path):
+    # 24 layers make a graph of over 12,000 characters of JSON: more than one observation holds (a whole
+    # network's graph cut there once crashed the policy); it is read back from analysis.json, a few lines a call.
+    traj = run_episode(tmp_path, DEEP_MLP, "deep_mlp")
+    analysis = traj.turns[0].tool_calls[0].observation
+    assert "ANALYSIS-FILE analysis.json" in analysis and "\nANALYSIS {" not in analysis
+    reads = [call for call in traj.turns[1].tool_calls if call.name == "read_file"]
+    assert len(reads) >= 2 and all(call.arguments["path"] == "analysis.json" for call in reads)
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    assert traj.verdict["status"] == "ok" and traj.verdict["correct"], traj.verdict
+
+
+def test_an_analysis_cut_short_is_a_clear_policy_error_not_a_crash(tmp_path):
+    policy = make_policy("heuristic")
+    policy.reset(Task(problem_name="deep_mlp", problem_source=DEEP_MLP, device="cpu", workspace=str(tmp_path),
+                      max_turns=8))
+    policy.act([], [])
+    policy.observations = ['analysis.json lines 1-2 of 4\n{"ok": true, "nodes": [']
+    policy.state = "read"
+    with pytest.raises(CannotOptimize, match="could not be read back"):
+        policy.act([], [])
 
 def test_plans_refuse_random_operators():
     analysis = {"ok": True, "params": {}, "nodes": [

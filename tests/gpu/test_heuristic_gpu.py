@@ -1,6 +1,8 @@
 """The heuristic policy end to end on the GPU: KernelBench problems of levels 1-3 (elementwise, row-wise and group
 norms, pools, cuBLAS GEMM and cuDNN convolution with their epilogues, and chains of such stages), one episode each,
 reaching a correct solution through the same tools a model uses."""
+import re
+
 import pytest
 
 PROBLEMS = (
@@ -40,5 +42,5 @@ def test_the_heuristic_writes_a_correct_kernel_for_a_kernelbench_problem(kernelb
     assert verdict["reward"] >= 0
     # Written as native kernels: no torch in the kernel files, the work done by the generated op.
     kernel = (tmp_path / "workspace" / "kernels" / "fused.cu").read_text()
-    assert "torch" not in kernel.split("\n", 1)[1]
+    assert not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel), kernel[:2000]
     assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()

@@ -219,3 +219,28 @@ if os.fork() == 0:
     v = run_eval(elementwise, files.solution(source))
     assert v.status == "ok", (v.status, v.log[-2000:])
     assert jailed_processes(wait=10) == []
+
+
+def test_jails_of_one_process_hold_uids_of_their_own_and_closing_one_leaves_the_others_running():
+    # Rollouts run episodes in threads of one process: their jails once shared a uid derived from the pid, and
+    # closing one episode's jail (which kills every process of its uid) killed the others' tools mid-run.
+    import sys
+
+    from sandbox.isolation import Jail
+    first, second = Jail("a", "cpu", uid_slot=2), Jail("b", "cpu", uid_slot=2)
+    try:
+        if os.geteuid() == 0:
+            assert first.uid != second.uid
+        proc = second.start([sys.executable, "-c", "import time; time.sleep(30)"])
+        time.sleep(0.5)
+        first.close()
+        time.sleep(0.5)
+        assert proc.poll() is None, "closing one jail killed another jail's process"
+        if os.geteuid() == 0:
+            third = Jail("c", "cpu", uid_slot=2)  # a closed jail's uid is free again
+            assert third.uid == first.uid
+            third.close()
+    finally:
+        first.close()
+        second.close()
+    assert proc.poll() is not None

@@ -127,9 +127,14 @@ def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_s
     problems, out = evaluation_problems("1_Scale_ReLU"), tmp_path / "out"
     assert evaluate("--problems", problems, "--out", out, *evaluation_flags) == 0
     first = lines(out / "results.jsonl")[-1]
-    assert first["verdict"]["correct"]
-
+    assert first["verdict"]["correct"] and first["extra"]["timing_protocol"] >= 2
     capsys.readouterr()
+    assert evaluate("--retime", "--problems", problems, "--out", out) == 0  # measured under the current protocol
+    assert "0 stored correct solution(s) to re-time" in capsys.readouterr().out
+
+    # As an evaluation before the timing lock stored it: no protocol recorded.
+    del first["extra"]["timing_protocol"]
+    (out / "results.jsonl").write_text(json.dumps(first) + "\n")
     assert evaluate("--retime", "--problems", problems, "--out", out, "--workers", 1) == 0
     assert "1 stored correct solution(s) to re-time" in capsys.readouterr().out
     stored = lines(out / "results.jsonl")

@@ -46,3 +46,12 @@ def test_out_of_memory_is_read_from_the_error_or_the_verdict_log_and_never_from_
     assert not runner.out_of_gpu_memory({"result": {"verdict": {"correct": True, "log": oom}}})
     assert not runner.out_of_gpu_memory({"result": {"verdict": {"correct": False, "log": "max_abs_error 3.1"}}})
     assert not runner.out_of_gpu_memory({"result": {"error": "", "verdict": None}})
+
+
+def test_a_re_timing_out_of_gpu_memory_runs_again_alone_though_its_stored_verdict_is_correct():
+    # A re-timing whose evaluation broke keeps the stored (correct) verdict and puts the reason beside it.
+    oom = "InvalidProblem: importing the problem failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB"
+    kept = {"correct": True, "log": ""}
+    assert runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": oom}}})
+    assert not runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": "SyntaxError: x"}}})
+    assert not runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retimed": {"protocol": 2}}}})

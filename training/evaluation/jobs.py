@@ -15,6 +15,7 @@ from agent.loop import Episode, EpisodeConfig
 from agent.policies import PolicyError, PolicyUnavailable, make_policy
 from sandbox import EvalConfig
 from sandbox.errors import SandboxError
+from sandbox.workers.reference import BASELINE_PROTOCOL
 
 from training.evaluation.problems import BenchProblem
 from training.evaluation.results import EpisodeResult
@@ -94,6 +95,7 @@ def run_episode(request):
             result.error = f"{type(exc).__name__}: {exc}"
     result.wall_s = round(time.monotonic() - t0, 3)
     result.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    result.extra["timing_protocol"] = BASELINE_PROTOCOL  # `--retime` leaves results measured under it alone
     if trajectory is not None:
         result.verdict = trajectory.verdict
         result.stop_reason = trajectory.stop_reason

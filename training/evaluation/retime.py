@@ -19,16 +19,23 @@ from training.evaluation.problems import BenchProblem
 from training.evaluation.results import EpisodeResult
 
 
+def measured_now(result):
+    """Whether RESULT's speedups were measured under the current timing protocol: in its episode, or re-timed."""
+    return BASELINE_PROTOCOL in (result.extra.get("timing_protocol"),
+                                 (result.extra.get("retimed") or {}).get("protocol"))
+
+
 def stale(folder):
-    """The stored correct results not re-timed under the current protocol, with a solution file to re-time."""
+    """The stored correct results not measured under the current protocol, with a solution file to re-time;
+    the oldest measurements first, so that a re-timing cut short has redone the oldest."""
     out = []
     for (arm, key), result in sorted(folder.finished().items()):
-        if not result.correct or (result.extra.get("retimed") or {}).get("protocol") == BASELINE_PROTOCOL:
+        if not result.correct or measured_now(result):
             continue
         solution = folder.path / "episodes" / arm / key / "solution.py"
         if solution.is_file():
             out.append((result, solution))
-    return out
+    return sorted(out, key=lambda pair: pair[0].finished_at or "")
 
 
 def exported_files(solution_path):

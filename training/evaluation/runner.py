@@ -50,8 +50,12 @@ OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA_ERROR_OUT_
 
 
 def out_of_gpu_memory(payload):
-    """Whether an episode's result failed because the GPU ran out of memory (its error or its verdict's log)."""
+    """Whether an episode's result failed because the GPU ran out of memory (its error or its verdict's log); for
+    a re-timing, whether its evaluation did (the stored verdict is kept beside the error)."""
     result = payload.get("result") or {}
+    retime_error = (result.get("extra") or {}).get("retime_error")
+    if retime_error:
+        return bool(OUT_OF_MEMORY.search(retime_error))
     verdict = result.get("verdict") or {}
     if verdict.get("correct"):
         return False

@@ -74,6 +74,7 @@ class RFTConfig:
     lr: float = 1e-3
     batch_size: int = 2
     max_tokens: int = 16384  # longer sequences are cut (their tail)
+    heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
 
 
 @dataclass

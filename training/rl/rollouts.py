@@ -82,10 +82,12 @@ class LivePolicy(TransformersPolicy):
         return g.prompt_token_ids + g.response_token_ids + self.tokenizer(tail, add_special_tokens=False)["input_ids"]
 
 
-def episode_config(config):
-    """agent.loop's EpisodeConfig from the run's `episode` section."""
+def episode_config(config, who="actor"):
+    """agent.loop's EpisodeConfig from the run's `episode` section, for WHO acts: the heuristic's episodes (the
+    RFT data) get rft.heuristic_max_turns when that is more, since it needs about six turns to submit."""
     e = config.episode
-    return EpisodeConfig(device=e.device, max_turns=e.max_turns, context_tokens=e.context_tokens,
+    max_turns = max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns
+    return EpisodeConfig(device=e.device, max_turns=max_turns, context_tokens=e.context_tokens,
                          response_tokens=e.response_tokens, bash_timeout_s=e.bash_timeout_s,
                          eval=EvalConfig(device=e.device, **e.eval))
 
@@ -178,7 +180,7 @@ class Rollouts:
         if isinstance(policy, tuple):
             policy = make_policy(policy[0], **policy[1])
         try:
-            trajectory = Episode(task.path, policy, out / "workspace", episode_config(self.config)).run()
+            trajectory = Episode(task.path, policy, out / "workspace", episode_config(self.config, who)).run()
         except (PolicyError, SandboxError, OSError, ValueError) as exc:
             log.warning("episode of %s (%s) failed: %s", task.name, who, exc)
             return f"{task.name}: {exc}"
@@ -193,7 +195,7 @@ class Rollouts:
         """RQ jobs running one episode each, on the configured queue."""
         queue = self._queue()
         name, options = self._policy(who)
-        episode = episode_config(self.config).to_json()
+        episode = episode_config(self.config, who).to_json()
         return [queue.enqueue(run_episode, kwargs={"problem": task.path, "out": str(out), "policy": name,
                                                    "options": options, "episode": dict(episode)},
                               job_timeout=self.config.rollouts.job_timeout_s, result_ttl=24 * 3600,
