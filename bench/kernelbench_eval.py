@@ -3,7 +3,7 @@ episodes, the sandbox's cached baselines, and a folder that each call resumes, s
 calls that each fit a 10-minute command. Prints the per-level table and the command that reproduces it.
 
     python -m bench.kernelbench_eval [--levels 1,2,3] [--workers 3] [--budget-s 300] [--out DIR]
-                                     [--limit N] [--shard K/N] [--names A,B] [--report] [--problems PATH]
+                                     [--limit N] [--shard K/N] [--names A,B [--rerun]] [--report] [--problems PATH]
 
 Each call starts no episode after --budget-s seconds and lets the running ones finish (each at most --wall-clock
 seconds of turns plus one sandbox run), then writes DIR/metrics.md; repeat the same command until it says
@@ -35,6 +35,8 @@ def main(argv):
     parser.add_argument("--limit", type=int, default=None, help="at most this many problems per level")
     parser.add_argument("--shard", default=None, help="K/N: only the K-th of N interleaved parts")
     parser.add_argument("--names", default="", help="comma-separated problem names")
+    parser.add_argument("--rerun", action="store_true", help="with --names: run those problems again although "
+                                                             "results are stored (the policy changed since)")
     parser.add_argument("--report", action="store_true", help="only print the table of what is stored")
     parser.add_argument("--problems", default=None, help="problems.jsonl or a KernelBench checkout (default: "
                                                           "tests/gpu/data/problems.jsonl, else ../shared/kernelbench)")
@@ -57,7 +59,8 @@ def main(argv):
         (["--shard", args.shard] if args.shard else []) + (["--names", args.names] if args.names else [])
     command = ["evaluate", "--problems", str(source), *selection, "--policy", "heuristic", "--device", args.device,
                "--max-turns", str(args.max_turns), "--wall-clock", str(args.wall_clock), "--out", args.out,
-               "--workers", str(args.workers), "--in-process", "--resume", "--stop-after", str(args.budget_s)]
+               "--workers", str(args.workers), "--in-process", "--resume", "--stop-after", str(args.budget_s)] + \
+        (["--rerun"] if args.rerun else [])
     status = training(command)
     from training.evaluation import problems
     from training.evaluation.folder import EvalFolder

@@ -122,7 +122,7 @@ def test_report_only_rewrites_the_report_from_stored_results(
     assert "| level 3 | 1 | 1 (100.0%) | 100.0% | 100.0% | 4.00x / 4.00x | 3.00x / 3.00x |" in capsys.readouterr().out
 
 
-def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_skips_what_is_current(
+def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_skips_what_is_current_and_rerun_runs_named_episodes_again(
         tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
     problems, out = evaluation_problems("1_Scale_ReLU"), tmp_path / "out"
     assert evaluate("--problems", problems, "--out", out, *evaluation_flags) == 0
@@ -149,3 +149,13 @@ def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_s
     assert len(lines(out / "results.jsonl")) == 2
     assert evaluate("--retime", "--out", out) == 2  # without --problems: refused, nothing lost
     assert len(lines(out / "results.jsonl")) == 2
+
+    # --rerun: the named problem's episode runs again (after the policy changed); the newest result is reported.
+    assert evaluate("--problems", problems, "--out", out, "--resume", "--rerun", *evaluation_flags) == 2
+    assert "--rerun needs --resume and the problems to run again" in capsys.readouterr().err
+    assert evaluate("--problems", problems, "--out", out, "--resume", "--rerun", "--names", "1_Scale_ReLU",
+                    *evaluation_flags) == 0
+    assert "1 episode(s) to run, 0 finished already" in capsys.readouterr().out
+    stored = lines(out / "results.jsonl")
+    assert len(stored) == 3 and stored[-1]["turns"] >= 3 and "retimed" not in stored[-1]["extra"]
+    assert stored[-1]["finished_at"] >= stored[0]["finished_at"] and stored[-1]["verdict"]["correct"]

@@ -83,6 +83,9 @@ def add_arguments(parser):
     run.add_argument("--stop-after", type=float, default=None,
                      help="start no episode after this many seconds (those running finish); --resume continues")
     run.add_argument("--report-only", action="store_true", help="only rewrite metrics.json and metrics.md of --out")
+    run.add_argument("--rerun", action="store_true",
+                     help="with --resume and --names or --problem-ids: run the episodes of those problems again "
+                          "although results are stored (after the policy changed); the newest result counts")
     run.add_argument("--retime", action="store_true",
                      help="re-time the correct solutions stored in --out under the current timing protocol (their "
                           "problems from --problems), then rewrite the report; no episode runs")
@@ -195,6 +198,9 @@ def _check(args):
     for flag, value in (("--problems", args.problems), ("--policy", args.policy)):
         if not value:
             raise UsageError(f"{flag} is required (unless --report-only)")
+    if args.rerun and not (args.resume and (args.names or args.problem_ids)):
+        raise UsageError("--rerun needs --resume and the problems to run again (--names or --problem-ids): it "
+                         "never re-runs a whole evaluation by accident")
     for flag, value in (("--max-turns", args.max_turns), ("--workers", args.workers)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} takes 1 or more")
@@ -251,7 +257,7 @@ def _retime(args, folder, chosen):
 def _evaluate(args, folder, arms, chosen):
     template = {k: folder.spec[k] for k in ("policy", "policy_options", "device", "max_turns", "wall_clock_s",
                                            "context_tokens", "response_tokens")}
-    requests, done = runner.pending_requests(folder, chosen, arms, template)
+    requests, done = runner.pending_requests(folder, chosen, arms, template, rerun=args.rerun)
     use_rq = bool(args.redis) and not args.in_process
     where = (f"RQ queue {args.queue or queues.queue_name(args.device)!r} on {args.redis}" if use_rq
              else f"{args.workers or 1} local process(es)")

@@ -75,7 +75,7 @@ def retime_job(request):
     except Exception as exc:  # noqa: BLE001
         result.extra = {**result.extra, "retime_error": f"{type(exc).__name__}: {exc}"}
         return {"result": result.to_json(), "trajectory": None}
-    result.extra = {**result.extra, "retimed": {
+    result.extra = {**{k: v for k, v in result.extra.items() if k != "retime_error"}, "retimed": {
         "protocol": BASELINE_PROTOCOL, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "previous_speedup_vs_eager": old.get("speedup_vs_eager"),
         "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"), "previous_reward": old.get("reward")}}

@@ -30,9 +30,10 @@ LIVENESS_EVERY_S = 5.0
 NO_WORKER_NOTE_EVERY_S = 60.0
 
 
-def pending_requests(folder, problems, arms, template):
-    """(requests for every (arm, problem) without a finished result of the same problem code, finished count)."""
-    finished = folder.finished()
+def pending_requests(folder, problems, arms, template, rerun=False):
+    """(requests for every (arm, problem) without a finished result of the same problem code, finished count);
+    RERUN: every (arm, problem) again, stored results or not (the newest result of each is the one reported)."""
+    finished = {} if rerun else folder.finished()
     requests, done = [], 0
     for arm, eval_json in arms.items():
         for problem in problems:

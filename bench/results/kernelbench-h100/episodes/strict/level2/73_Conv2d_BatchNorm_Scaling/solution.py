@@ -1,0 +1,338 @@
+"""Kernel Studio solution of 73_Conv2d_BatchNorm_Scaling.py (cuda): reward 0, 3.4348 ms, 0.79x eager
+
+Exported by Kernel Studio from a native workspace (KernelBench style: defines ModelNew). The workspace's
+sources below are written to a folder named by their hash and built by sandbox.native (kernel-studio must be
+installed); ModelNew is the class of the workspace's model_new.py, loaded from that folder.
+"""
+import hashlib
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+
+SOURCES = {
+    'binding.cpp': r'''// Written by Kernel Studio's heuristic policy: Conv2d (128x8x128x128 -> 128x64x126x126) with 1 operator(s) fused after it, then one row-wise batch_norm kernel (rows of 2032128).
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <cuda_runtime.h>
+#include <stdexcept>
+#include <string>
+
+using torch::stable::Tensor;
+
+namespace ks_head { void launch_fused(const float*, const float*, const float*, float*, cudaStream_t); }
+namespace ks_tail0 { void launch_fused(const float*, const float*, const float*, const float*, const float*, float*, int64_t, bool, cudaStream_t); }
+
+static void check(const Tensor& t, int64_t numel, const char* name) {
+    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
+    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
+                                                     " elements, got " + std::to_string(t.numel()));
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}
+
+Tensor fused(Tensor x, Tensor w, Tensor t0, Tensor u0_1, Tensor u0_2, Tensor u0_3, Tensor u0_4, bool training) {
+    check(x, 16777216LL, "x");
+    check(w, 4608LL, "w");
+    check(t0, 64LL, "t0");
+    check(u0_1, 64LL, "u0_1");
+    check(u0_2, 64LL, "u0_2");
+    check(u0_3, 64LL, "u0_3");
+    check(u0_4, 64LL, "u0_4");
+    Tensor mid0 = torch::stable::new_empty(x, {128, 64, 126, 126});
+    Tensor out = torch::stable::new_empty(x, {128, 64, 126, 126});
+    void* stream = nullptr;
+    aoti_torch_get_current_cuda_stream(x.get_device(), &stream);
+    ks_head::launch_fused((const float*)x.data_ptr(), (const float*)w.data_ptr(), (const float*)t0.data_ptr(), (float*)mid0.data_ptr(), (cudaStream_t)stream);
+    ks_tail0::launch_fused((const float*)mid0.data_ptr(), (const float*)u0_1.data_ptr(), (const float*)u0_2.data_ptr(), (const float*)u0_3.data_ptr(), (const float*)u0_4.data_ptr(), (float*)out.data_ptr(), 64LL, training, (cudaStream_t)stream);
+    return out;
+}
+
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("fused(Tensor x, Tensor w, Tensor t0, Tensor u0_1, Tensor u0_2, Tensor u0_3, Tensor u0_4, bool training) -> Tensor"); }
+STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CUDA, m) { m.impl("fused", TORCH_BOX(&fused)); }
+''',
+    'kernels/copy.cu': r'''#include <cstdint>
+#include <cuda_runtime.h>
+
+__global__ void copy_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i];
+}
+
+void copy_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    int threads = 256;
+    int blocks = (int)((n + threads - 1) / threads);
+    if (blocks > 65535) blocks = 65535;
+    copy_kernel<<<blocks, threads, 0, stream>>>(x, y, n);
+}
+''',
+    'kernels/fused.cu': r'''// Written by Kernel Studio's heuristic policy: Conv2d (128x8x128x128 -> 128x64x126x126) with 1 operator(s) fused after it, then one row-wise batch_norm kernel (rows of 2032128).
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <math.h>
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <stdexcept>
+#include <string>
+namespace ks_head {
+__device__ __forceinline__ float epi_op(float acc, float LOAD_t0) {
+    const float result = (acc + LOAD_t0);
+    return result;
+}
+
+__global__ void epilogue_kernel(const float* __restrict__ t0, float* __restrict__ out, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
+        out[i] = epi_op(out[i], t0[((i / 15876LL) % 64LL)]);
+}
+
+// cuDNN is opened at run time, never linked: the library and its parts (ops, cnn, engines) come from the folder of
+// the cuDNN torch loaded, in the order that keeps a system-wide cuDNN of another version out of the process
+// (two versions in one process crash it).
+#define KS_CUDNN_API(X) X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \
+    X(cudnnCreateFilterDescriptor) X(cudnnCreateConvolutionDescriptor) X(cudnnSetTensorNdDescriptor) \
+    X(cudnnSetFilterNdDescriptor) X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount) \
+    X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7) \
+    X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) \
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+    X(cudnnConvolutionBackwardData) X(cudnnFindConvolutionForwardAlgorithm) X(cudnnFindConvolutionBackwardDataAlgorithm)
+struct CudnnApi {
+#define KS_FIELD(f) decltype(&::f) f = nullptr;
+    KS_CUDNN_API(KS_FIELD)
+#undef KS_FIELD
+};
+
+static std::string loaded_folder(const char* soname) {
+    void* handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    char origin[4096];
+    if (!handle || dlinfo(handle, RTLD_DI_ORIGIN, origin) != 0) return "";
+    return std::string(origin) + "/";
+}
+
+static const CudnnApi& cudnn() {
+    static CudnnApi api;
+    static bool loaded = false;
+    if (loaded) return api;
+    const std::string major = ".so." + std::to_string(CUDNN_MAJOR);
+    std::string dir = loaded_folder(("libcudnn_graph" + major).c_str());
+    if (dir.empty()) dir = loaded_folder(("libcudnn" + major).c_str());
+    for (const char* part : {"graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv"})
+        dlopen((dir + "libcudnn_" + part + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* lib = dlopen((dir + "libcudnn" + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw std::runtime_error(std::string("cuDNN could not be opened: ") + dlerror());
+#define KS_LOAD(f) api.f = (decltype(&::f))dlsym(lib, #f); \
+    if (!api.f) throw std::runtime_error("cuDNN lacks " #f);
+    KS_CUDNN_API(KS_LOAD)
+#undef KS_LOAD
+    loaded = true;
+    return api;
+}
+
+static void check(cudnnStatus_t status, const char* what) {
+    if (status != CUDNN_STATUS_SUCCESS)
+        throw std::runtime_error(std::string("cuDNN ") + what + " failed: " + cudnn().cudnnGetErrorString(status));
+}
+
+template <typename Perf> static const Perf& pick(const Perf* perf, int found) {
+    // Ranked fastest first: measured once at the first call (as torch.backends.cudnn.benchmark does), or by
+    // cuDNN's heuristics where measuring failed (short of memory). Take the first usable.
+    for (int i = 0; i < found; ++i) if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
+    throw std::runtime_error("cuDNN has no algorithm for this convolution");
+}
+
+struct ConvState {
+    cudnnHandle_t handle = nullptr;
+    cudnnTensorDescriptor_t x, y;  // the x and y of cuDNN's terms
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t bytes = 0;
+    void* workspace = nullptr;
+};
+
+static ConvState& state(cudaStream_t stream) {
+    // Descriptors, the algorithm and its workspace are made once per process: the shapes are fixed.
+    static ConvState s;
+    if (!s.handle) {
+        cudnnHandle_t h;
+        check(cudnn().cudnnCreate(&h), "create");
+        check(cudnn().cudnnSetStream(h, stream), "set stream");
+        const int in_dims[] = {128, 8, 128, 128}, in_strides[] = {131072, 16384, 128, 1};
+        const int out_dims[] = {128, 64, 126, 126}, out_strides[] = {1016064, 15876, 126, 1};
+        const int w_dims[] = {64, 8, 3, 3};
+        const int pad[] = {0, 0}, stride[] = {1, 1}, dilation[] = {1, 1};
+        check(cudnn().cudnnCreateTensorDescriptor(&s.x), "tensor descriptor");
+        check(cudnn().cudnnCreateTensorDescriptor(&s.y), "tensor descriptor");
+        check(cudnn().cudnnCreateFilterDescriptor(&s.w), "filter descriptor");
+        check(cudnn().cudnnCreateConvolutionDescriptor(&s.conv), "convolution descriptor");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.x, CUDNN_DATA_FLOAT, 4, in_dims, in_strides), "input shape");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.y, CUDNN_DATA_FLOAT, 4, out_dims, out_strides), "output shape");
+        check(cudnn().cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, w_dims), "weight shape");
+        check(cudnn().cudnnSetConvolutionNdDescriptor(s.conv, 2, pad, stride, dilation, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT), "geometry");
+        check(cudnn().cudnnSetConvolutionGroupCount(s.conv, 1), "groups");
+        // The default math lets cuDNN use TF32 tensor cores for float data, as PyTorch does by default.
+        check(cudnn().cudnnSetConvolutionMathType(s.conv, CUDNN_DEFAULT_MATH), "math type");
+        cudnnConvolutionFwdAlgoPerf_t perf[8]; int found = 0;
+        if (cudnn().cudnnFindConvolutionForwardAlgorithm(h, s.x, s.w, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)
+            check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), "find");
+        const auto& best = pick(perf, found);
+        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), "math type");
+        check(cudnn().cudnnGetConvolutionForwardWorkspaceSize(h, s.x, s.w, s.conv, s.y, best.algo, &s.bytes), "workspace");
+        s.algo = best.algo;
+        if (s.bytes && cudaMalloc(&s.workspace, s.bytes) != cudaSuccess) throw std::runtime_error("cuDNN workspace: out of memory");
+        s.handle = h;
+    }
+    check(cudnn().cudnnSetStream(s.handle, stream), "set stream");
+    return s;
+}
+
+void launch_fused(const float* x, const float* w, const float* __restrict__ t0, float* out, cudaStream_t stream) {
+    ConvState& s = state(stream);
+    cudnnHandle_t h = s.handle;
+    const float alpha = 1.0f, beta = 0.0f;
+    check(cudnn().cudnnConvolutionForward(h, &alpha, s.x, x, s.w, w, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out), "convolution");
+    int blocks = (int)((130056192LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>(t0, out, 130056192LL);
+}
+}  // namespace ks_head
+
+namespace ks_tail0 {
+
+struct MaxSum { float m, s; };
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    float s = (a.m == -INFINITY ? 0.f : a.s * __expf(a.m - m)) + (b.m == -INFINITY ? 0.f : b.s * __expf(b.m - m));
+    return {m, s};
+}
+template <typename T, typename F> __device__ T block_reduce(T v, F f) {
+    __shared__ T shared[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        T other;
+        if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+        else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+        v = f(v, other);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    int warps = (blockDim.x + 31) >> 5;
+    v = shared[lane < warps ? lane : 0];
+    if (warp == 0) {
+        for (int o = 16; o > 0; o >>= 1) {
+            T other;
+            if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+            else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+            if (lane < warps && (lane ^ o) < warps) v = f(v, other);
+        }
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    T out = shared[0];
+    __syncthreads();
+    return out;
+}
+__device__ __forceinline__ float pre_op(float LOAD_u0_0) {
+    const float pre = LOAD_u0_0;
+    return pre;
+}
+__device__ __forceinline__ float epi_op(float ROW) {
+    const float v_mul = ((ROW) * (2.0f));
+    const float result = v_mul;
+    return result;
+}
+
+__global__ void batch_norm_kernel(const float* __restrict__ u0_0, const float* __restrict__ u0_1, const float* __restrict__ u0_2, const float* __restrict__ u0_3, const float* __restrict__ u0_4, float* __restrict__ out, bool training) {
+    const int64_t c = blockIdx.x;  // one block per channel
+    float mean = 0.f, rstd = 1.f;
+    if (training) { float s = 0.f, q = 0.f;
+        for (int64_t r = threadIdx.x; r < 2032128LL; r += BLOCK) { const float v = pre_op(u0_0[((r) / 15876LL * 64LL + (c)) * 15876LL + (r) % 15876LL]); s += v; q += v * v; }
+        s = block_reduce(s, [](float a, float b) { return a + b; });
+        q = block_reduce(q, [](float a, float b) { return a + b; });
+        mean = s / 2032128.0f;
+        const float var = fmaxf(q / 2032128.0f - mean * mean, 0.f);
+        rstd = rsqrtf(var + 1e-05f);
+        if (training && threadIdx.x == 0) { float* rm = const_cast<float*>(u0_3); float* rv = const_cast<float*>(u0_4);
+            rm[c] = 0.9f * rm[c] + 0.1f * mean;
+            rv[c] = 0.9f * rv[c] + 0.1f * var * (2032128.0f / 2032127.0f); } } else { mean = u0_3[c]; rstd = 1.0f / sqrtf(u0_4[c] + 1e-05f); }
+    for (int64_t r = threadIdx.x; r < 2032128LL; r += BLOCK) {
+        const int64_t k = ((r) / 15876LL * 64LL + (c)) * 15876LL + (r) % 15876LL;
+        float t = (pre_op(u0_0[k]) - mean) * rstd; t = t * u0_1[c] + u0_2[c];
+        out[k] = epi_op(t);
+    }
+}
+void launch_fused(const float* u0_0, const float* u0_1, const float* u0_2, const float* u0_3, const float* u0_4, float* out, int64_t channels, bool training,
+                  cudaStream_t stream) {
+    batch_norm_kernel<<<(unsigned)channels, BLOCK, 0, stream>>>(u0_0, u0_1, u0_2, u0_3, u0_4, out, training);
+}
+}  // namespace ks_tail0
+''',
+    'model_new.py': r'''"""Written by Kernel Studio's heuristic policy: Conv2d (128x8x128x128 -> 128x64x126x126) with 1 operator(s) fused after it, then one row-wise batch_norm kernel (rows of 2032128)."""
+import torch
+import torch.nn as nn
+
+from sandbox.native import load_extension
+
+def _load_cudnn_parts():
+    import ctypes, glob, os
+    torch.backends.cudnn.version()  # torch's own cuDNN, loaded first
+    try:
+        import nvidia.cudnn
+        folders = [os.path.join(path, "lib") for path in nvidia.cudnn.__path__]
+    except ImportError:
+        return
+    for folder in folders:
+        for part in ("graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv", ""):
+            for library in sorted(glob.glob(os.path.join(folder, f"libcudnn{'_' + part if part else ''}.so.*"))):
+                ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+
+
+_load_cudnn_parts()
+
+ops = load_extension(__file__)
+
+# The reference module, used only to create the same parameters with the same initialization.
+PROBLEM_SOURCE = 'import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    """\n    Simple model that performs a convolution, applies Batch Normalization, and scales the output.\n    """\n    def __init__(self, in_channels, out_channels, kernel_size, scaling_factor):\n        super(Model, self).__init__()\n        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)\n        self.bn = nn.BatchNorm2d(out_channels)\n        self.scaling_factor = scaling_factor\n\n    def forward(self, x):\n        x = self.conv(x)\n        x = self.bn(x)\n        x = x * self.scaling_factor\n        return x\n\nbatch_size = 128\nin_channels = 8\nout_channels = 64\nheight, width = 128, 128\nkernel_size = 3\nscaling_factor = 2.0\n\ndef get_inputs():\n    return [torch.rand(batch_size, in_channels, height, width)]\n\ndef get_init_inputs():\n    return [in_channels, out_channels, kernel_size, scaling_factor]'
+_reference = {}
+exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        reference = _reference["Model"](*args, **kwargs)
+        for name, child in reference.named_children():
+            self.add_module(name, child)
+        for name, parameter in reference.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in reference.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
+        self._ks_params = [self.get_parameter(name) for name in ['conv.weight', 'conv.bias', 'bn.weight', 'bn.bias']]
+
+    def forward(self, *inputs):
+        return ops.fused(inputs[0].contiguous(), self._ks_params[0], self._ks_params[1], self._ks_params[2], self._ks_params[3], self.get_buffer('bn.running_mean'), self.get_buffer('bn.running_var'), self.training)
+''',
+}
+
+
+def _workspace():
+    digest = hashlib.sha256(json.dumps(SOURCES, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"ks-solution-{digest}"
+    for rel, text in SOURCES.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    return folder, digest
+
+
+_folder, _digest = _workspace()
+_spec = importlib.util.spec_from_file_location(f"ks_model_new_{_digest}", _folder / "model_new.py")
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+ModelNew = _module.ModelNew

@@ -1,0 +1,401 @@
+"""Kernel Studio solution of 78_ConvTranspose3d_Max_Max_Sum.py (cuda): reward 3, 3.9912 ms, 11.91x eager
+
+Exported by Kernel Studio from a native workspace (KernelBench style: defines ModelNew). The workspace's
+sources below are written to a folder named by their hash and built by sandbox.native (kernel-studio must be
+installed); ModelNew is the class of the workspace's model_new.py, loaded from that folder.
+"""
+import hashlib
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+
+SOURCES = {
+    'binding.cpp': r'''// Written by Kernel Studio's heuristic policy: ConvTranspose3d (16x32x32x32x32 -> 16x64x63x63x63) with 1 operator(s) fused after it, then one max pool kernel (2x2x2 windows), then one max pool kernel (3x3x3 windows), then one row-wise sum kernel (rows of 64).
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <cuda_runtime.h>
+#include <stdexcept>
+#include <string>
+
+using torch::stable::Tensor;
+
+namespace ks_head { void launch_fused(const float*, const float*, const float*, float*, cudaStream_t); }
+namespace ks_tail0 { void launch_fused(const float*, float*, cudaStream_t); }
+namespace ks_tail1 { void launch_fused(const float*, float*, cudaStream_t); }
+namespace ks_tail2 { void launch_fused(const float*, float*, int64_t, cudaStream_t); }
+
+static void check(const Tensor& t, int64_t numel, const char* name) {
+    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
+    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
+                                                     " elements, got " + std::to_string(t.numel()));
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}
+
+Tensor fused(Tensor x, Tensor w, Tensor t0) {
+    check(x, 16777216LL, "x");
+    check(w, 256000LL, "w");
+    check(t0, 64LL, "t0");
+    Tensor mid0 = torch::stable::new_empty(x, {16, 64, 63, 63, 63});
+    Tensor mid1 = torch::stable::new_empty(x, {16, 64, 31, 31, 31});
+    Tensor mid2 = torch::stable::new_empty(x, {16, 64, 10, 10, 10});
+    Tensor out = torch::stable::new_empty(x, {16, 1, 10, 10, 10});
+    void* stream = nullptr;
+    aoti_torch_get_current_cuda_stream(x.get_device(), &stream);
+    ks_head::launch_fused((const float*)x.data_ptr(), (const float*)w.data_ptr(), (const float*)t0.data_ptr(), (float*)mid0.data_ptr(), (cudaStream_t)stream);
+    ks_tail0::launch_fused((const float*)mid0.data_ptr(), (float*)mid1.data_ptr(), (cudaStream_t)stream);
+    ks_tail1::launch_fused((const float*)mid1.data_ptr(), (float*)mid2.data_ptr(), (cudaStream_t)stream);
+    ks_tail2::launch_fused((const float*)mid2.data_ptr(), (float*)out.data_ptr(), 16LL, (cudaStream_t)stream);
+    return out;
+}
+
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("fused(Tensor x, Tensor w, Tensor t0) -> Tensor"); }
+STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CUDA, m) { m.impl("fused", TORCH_BOX(&fused)); }
+''',
+    'kernels/copy.cu': r'''#include <cstdint>
+#include <cuda_runtime.h>
+
+__global__ void copy_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i];
+}
+
+void copy_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    int threads = 256;
+    int blocks = (int)((n + threads - 1) / threads);
+    if (blocks > 65535) blocks = 65535;
+    copy_kernel<<<blocks, threads, 0, stream>>>(x, y, n);
+}
+''',
+    'kernels/fused.cu': r'''// Written by Kernel Studio's heuristic policy: ConvTranspose3d (16x32x32x32x32 -> 16x64x63x63x63) with 1 operator(s) fused after it, then one max pool kernel (2x2x2 windows), then one max pool kernel (3x3x3 windows), then one row-wise sum kernel (rows of 64).
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <math.h>
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <stdexcept>
+#include <string>
+namespace ks_head {
+__device__ __forceinline__ float epi_op(float acc, float LOAD_t0) {
+    const float result = (acc + LOAD_t0);
+    return result;
+}
+
+__global__ void epilogue_kernel(const float* __restrict__ t0, float* __restrict__ out, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
+        out[i] = epi_op(out[i], t0[((i / 250047LL) % 64LL)]);
+}
+
+// cuDNN is opened at run time, never linked: the library and its parts (ops, cnn, engines) come from the folder of
+// the cuDNN torch loaded, in the order that keeps a system-wide cuDNN of another version out of the process
+// (two versions in one process crash it).
+#define KS_CUDNN_API(X) X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor) \
+    X(cudnnCreateFilterDescriptor) X(cudnnCreateConvolutionDescriptor) X(cudnnSetTensorNdDescriptor) \
+    X(cudnnSetFilterNdDescriptor) X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount) \
+    X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7) \
+    X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward) \
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+    X(cudnnConvolutionBackwardData) X(cudnnFindConvolutionForwardAlgorithm) X(cudnnFindConvolutionBackwardDataAlgorithm)
+struct CudnnApi {
+#define KS_FIELD(f) decltype(&::f) f = nullptr;
+    KS_CUDNN_API(KS_FIELD)
+#undef KS_FIELD
+};
+
+static std::string loaded_folder(const char* soname) {
+    void* handle = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    char origin[4096];
+    if (!handle || dlinfo(handle, RTLD_DI_ORIGIN, origin) != 0) return "";
+    return std::string(origin) + "/";
+}
+
+static const CudnnApi& cudnn() {
+    static CudnnApi api;
+    static bool loaded = false;
+    if (loaded) return api;
+    const std::string major = ".so." + std::to_string(CUDNN_MAJOR);
+    std::string dir = loaded_folder(("libcudnn_graph" + major).c_str());
+    if (dir.empty()) dir = loaded_folder(("libcudnn" + major).c_str());
+    for (const char* part : {"graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv"})
+        dlopen((dir + "libcudnn_" + part + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* lib = dlopen((dir + "libcudnn" + major).c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw std::runtime_error(std::string("cuDNN could not be opened: ") + dlerror());
+#define KS_LOAD(f) api.f = (decltype(&::f))dlsym(lib, #f); \
+    if (!api.f) throw std::runtime_error("cuDNN lacks " #f);
+    KS_CUDNN_API(KS_LOAD)
+#undef KS_LOAD
+    loaded = true;
+    return api;
+}
+
+static void check(cudnnStatus_t status, const char* what) {
+    if (status != CUDNN_STATUS_SUCCESS)
+        throw std::runtime_error(std::string("cuDNN ") + what + " failed: " + cudnn().cudnnGetErrorString(status));
+}
+
+template <typename Perf> static const Perf& pick(const Perf* perf, int found) {
+    // Ranked fastest first: measured once at the first call (as torch.backends.cudnn.benchmark does), or by
+    // cuDNN's heuristics where measuring failed (short of memory). Take the first usable.
+    for (int i = 0; i < found; ++i) if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
+    throw std::runtime_error("cuDNN has no algorithm for this convolution");
+}
+
+struct ConvState {
+    cudnnHandle_t handle = nullptr;
+    cudnnTensorDescriptor_t x, y;  // the dy and dx of cuDNN's terms
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionBwdDataAlgo_t algo;
+    size_t bytes = 0;
+    void* workspace = nullptr;
+};
+
+static ConvState& state(cudaStream_t stream) {
+    // Descriptors, the algorithm and its workspace are made once per process: the shapes are fixed.
+    static ConvState s;
+    if (!s.handle) {
+        cudnnHandle_t h;
+        check(cudnn().cudnnCreate(&h), "create");
+        check(cudnn().cudnnSetStream(h, stream), "set stream");
+        const int in_dims[] = {16, 32, 32, 32, 32}, in_strides[] = {1048576, 32768, 1024, 32, 1};
+        const int out_dims[] = {16, 64, 63, 63, 63}, out_strides[] = {16003008, 250047, 3969, 63, 1};
+        const int w_dims[] = {32, 64, 5, 5, 5};
+        const int pad[] = {2, 2, 2}, stride[] = {2, 2, 2}, dilation[] = {1, 1, 1};
+        check(cudnn().cudnnCreateTensorDescriptor(&s.x), "tensor descriptor");
+        check(cudnn().cudnnCreateTensorDescriptor(&s.y), "tensor descriptor");
+        check(cudnn().cudnnCreateFilterDescriptor(&s.w), "filter descriptor");
+        check(cudnn().cudnnCreateConvolutionDescriptor(&s.conv), "convolution descriptor");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.x, CUDNN_DATA_FLOAT, 5, in_dims, in_strides), "input shape");
+        check(cudnn().cudnnSetTensorNdDescriptor(s.y, CUDNN_DATA_FLOAT, 5, out_dims, out_strides), "output shape");
+        check(cudnn().cudnnSetFilterNdDescriptor(s.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 5, w_dims), "weight shape");
+        check(cudnn().cudnnSetConvolutionNdDescriptor(s.conv, 3, pad, stride, dilation, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT), "geometry");
+        check(cudnn().cudnnSetConvolutionGroupCount(s.conv, 1), "groups");
+        // The default math lets cuDNN use TF32 tensor cores for float data, as PyTorch does by default.
+        check(cudnn().cudnnSetConvolutionMathType(s.conv, CUDNN_DEFAULT_MATH), "math type");
+        cudnnConvolutionBwdDataAlgoPerf_t perf[8]; int found = 0;
+        if (cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, s.w, s.x, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)
+            check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), "find");
+        const auto& best = pick(perf, found);
+        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), "math type");
+        check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), "workspace");
+        s.algo = best.algo;
+        if (s.bytes && cudaMalloc(&s.workspace, s.bytes) != cudaSuccess) throw std::runtime_error("cuDNN workspace: out of memory");
+        s.handle = h;
+    }
+    check(cudnn().cudnnSetStream(s.handle, stream), "set stream");
+    return s;
+}
+
+void launch_fused(const float* x, const float* w, const float* __restrict__ t0, float* out, cudaStream_t stream) {
+    ConvState& s = state(stream);
+    cudnnHandle_t h = s.handle;
+    const float alpha = 1.0f, beta = 0.0f;
+    check(cudnn().cudnnConvolutionBackwardData(h, &alpha, s.w, w, s.x, x, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out), "convolution");
+    int blocks = (int)((256048128LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>(t0, out, 256048128LL);
+}
+}  // namespace ks_head
+
+namespace ks_tail0 {
+__device__ __forceinline__ float pre_op(float LOAD_u0_0) {
+    const float pre = LOAD_u0_0;
+    return pre;
+}
+__device__ __forceinline__ float epi_op(float POOL) {
+    const float result = POOL;
+    return result;
+}
+
+__global__ void pool_kernel(const float* __restrict__ x, float* __restrict__ out) {
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < 30505984LL; i += (int64_t)gridDim.x * BLOCK) {
+        const int64_t ow = i % 31LL, oh = (i / 31LL) % 31LL, od = (i / 961LL) % 31LL;
+        const float* xc = x + (i / 29791LL) * 250047LL;
+        float acc = -INFINITY;
+        for (int64_t a = 0; a < 2; ++a) {
+            const int64_t id = od * 2 - 0 + a * 1; if (id < 0 || id >= 63) continue;
+            for (int64_t bb = 0; bb < 2; ++bb) {
+                const int64_t ih = oh * 2 - 0 + bb * 1; if (ih < 0 || ih >= 63) continue;
+                for (int64_t c = 0; c < 2; ++c) {
+                    const int64_t iw = ow * 2 - 0 + c * 1; if (iw < 0 || iw >= 63) continue;
+                    const float v = pre_op(xc[(id * 63 + ih) * 63LL + iw]); acc = fmaxf(acc, v);
+                }
+            }
+        }
+        const float pooled = acc;
+        out[i] = epi_op(pooled);
+    }
+}
+void launch_fused(const float* x, float* out, cudaStream_t stream) {
+    int blocks = (int)((30505984LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    pool_kernel<<<blocks, BLOCK, 0, stream>>>(x, out);
+}
+}  // namespace ks_tail0
+
+namespace ks_tail1 {
+__device__ __forceinline__ float pre_op(float LOAD_u1_0) {
+    const float pre = LOAD_u1_0;
+    return pre;
+}
+__device__ __forceinline__ float epi_op(float POOL) {
+    const float result = POOL;
+    return result;
+}
+
+__global__ void pool_kernel(const float* __restrict__ x, float* __restrict__ out) {
+    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < 1024000LL; i += (int64_t)gridDim.x * BLOCK) {
+        const int64_t ow = i % 10LL, oh = (i / 10LL) % 10LL, od = (i / 100LL) % 10LL;
+        const float* xc = x + (i / 1000LL) * 29791LL;
+        float acc = -INFINITY;
+        for (int64_t a = 0; a < 3; ++a) {
+            const int64_t id = od * 3 - 0 + a * 1; if (id < 0 || id >= 31) continue;
+            for (int64_t bb = 0; bb < 3; ++bb) {
+                const int64_t ih = oh * 3 - 0 + bb * 1; if (ih < 0 || ih >= 31) continue;
+                for (int64_t c = 0; c < 3; ++c) {
+                    const int64_t iw = ow * 3 - 0 + c * 1; if (iw < 0 || iw >= 31) continue;
+                    const float v = pre_op(xc[(id * 31 + ih) * 31LL + iw]); acc = fmaxf(acc, v);
+                }
+            }
+        }
+        const float pooled = acc;
+        out[i] = epi_op(pooled);
+    }
+}
+void launch_fused(const float* x, float* out, cudaStream_t stream) {
+    int blocks = (int)((1024000LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    pool_kernel<<<blocks, BLOCK, 0, stream>>>(x, out);
+}
+}  // namespace ks_tail1
+
+namespace ks_tail2 {
+
+struct MaxSum { float m, s; };
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+    float m = fmaxf(a.m, b.m);
+    float s = (a.m == -INFINITY ? 0.f : a.s * __expf(a.m - m)) + (b.m == -INFINITY ? 0.f : b.s * __expf(b.m - m));
+    return {m, s};
+}
+template <typename T, typename F> __device__ T block_reduce(T v, F f) {
+    __shared__ T shared[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        T other;
+        if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+        else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+        v = f(v, other);
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    int warps = (blockDim.x + 31) >> 5;
+    v = shared[lane < warps ? lane : 0];
+    if (warp == 0) {
+        for (int o = 16; o > 0; o >>= 1) {
+            T other;
+            if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
+            else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+            if (lane < warps && (lane ^ o) < warps) v = f(v, other);
+        }
+        if (lane == 0) shared[0] = v;
+    }
+    __syncthreads();
+    T out = shared[0];
+    __syncthreads();
+    return out;
+}
+__device__ __forceinline__ float pre_op(float LOAD_u2_0) {
+    const float pre = LOAD_u2_0;
+    return pre;
+}
+__device__ __forceinline__ float epi_op(float ROW) {
+    const float result = ROW;
+    return result;
+}
+
+__global__ void row_kernel(const float* __restrict__ u2_0, float* __restrict__ out, int64_t outer) {
+    const int64_t R = 64LL, inner = 1000LL;
+    for (int64_t t = blockIdx.x * (int64_t)BLOCK + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * BLOCK) {
+        const int64_t o = t / inner, i = t % inner;
+        const float* p = u2_0 + o * R * inner + i;
+        float acc = 0.f;
+        for (int64_t r = 0; r < R; ++r) { const float v = pre_op(p[r * inner]); acc += v; }
+        out[t] = epi_op(acc);
+    }
+}
+void launch_fused(const float* u2_0, float* out, int64_t outer, cudaStream_t stream) {
+    int64_t total = outer * 1000LL;
+    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    row_kernel<<<blocks, BLOCK, 0, stream>>>(u2_0, out, outer);
+}
+}  // namespace ks_tail2
+''',
+    'model_new.py': r'''"""Written by Kernel Studio's heuristic policy: ConvTranspose3d (16x32x32x32x32 -> 16x64x63x63x63) with 1 operator(s) fused after it, then one max pool kernel (2x2x2 windows), then one max pool kernel (3x3x3 windows), then one row-wise sum kernel (rows of 64)."""
+import torch
+import torch.nn as nn
+
+from sandbox.native import load_extension
+
+def _load_cudnn_parts():
+    import ctypes, glob, os
+    torch.backends.cudnn.version()  # torch's own cuDNN, loaded first
+    try:
+        import nvidia.cudnn
+        folders = [os.path.join(path, "lib") for path in nvidia.cudnn.__path__]
+    except ImportError:
+        return
+    for folder in folders:
+        for part in ("graph", "engines_runtime_compiled", "engines_precompiled", "heuristic", "ops", "cnn", "adv", ""):
+            for library in sorted(glob.glob(os.path.join(folder, f"libcudnn{'_' + part if part else ''}.so.*"))):
+                ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+
+
+_load_cudnn_parts()
+
+ops = load_extension(__file__)
+
+# The reference module, used only to create the same parameters with the same initialization.
+PROBLEM_SOURCE = 'import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    """\n    Model that performs a 3D transposed convolution, followed by two max pooling layers and a sum operation.\n    """\n    def __init__(self, in_channels, out_channels, kernel_size, stride, padding):\n        super(Model, self).__init__()\n        self.conv_transpose = nn.ConvTranspose3d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)\n        self.max_pool1 = nn.MaxPool3d(kernel_size=2)\n        self.max_pool2 = nn.MaxPool3d(kernel_size=3)\n\n    def forward(self, x):\n        x = self.conv_transpose(x)\n        x = self.max_pool1(x)\n        x = self.max_pool2(x)\n        x = torch.sum(x, dim=1, keepdim=True) \n        return x\n\nbatch_size = 16\nin_channels = 32\nout_channels = 64\ndepth, height, width = 32, 32, 32\nkernel_size = 5\nstride = 2\npadding = 2\n\ndef get_inputs():\n    return [torch.rand(batch_size, in_channels, depth, height, width)]\n\ndef get_init_inputs():\n    return [in_channels, out_channels, kernel_size, stride, padding]'
+_reference = {}
+exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        reference = _reference["Model"](*args, **kwargs)
+        for name, child in reference.named_children():
+            self.add_module(name, child)
+        for name, parameter in reference.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in reference.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
+        self._ks_params = [self.get_parameter(name) for name in ['conv_transpose.weight', 'conv_transpose.bias']]
+
+    def forward(self, *inputs):
+        return ops.fused(inputs[0].contiguous(), self._ks_params[0], self._ks_params[1])
+''',
+}
+
+
+def _workspace():
+    digest = hashlib.sha256(json.dumps(SOURCES, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"ks-solution-{digest}"
+    for rel, text in SOURCES.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    return folder, digest
+
+
+_folder, _digest = _workspace()
+_spec = importlib.util.spec_from_file_location(f"ks_model_new_{_digest}", _folder / "model_new.py")
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+ModelNew = _module.ModelNew
