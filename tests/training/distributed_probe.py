@@ -9,6 +9,7 @@ from accelerate import Accelerator
 sys.path.insert(0, sys.argv[1])  # the tests folder: the toy environment of test_rl_learning
 from training.test_rl_learning import rollout, tiny_models  # noqa: E402
 
+from training.rl.cli import end_processes  # noqa: E402
 from training.rl.config import PPOConfig  # noqa: E402
 from training.rl.distributed import mean  # noqa: E402
 from training.rl.metrics import episode_summary, step_stats  # noqa: E402
@@ -41,3 +42,4 @@ merged = step_stats(accelerator, {**stats, "rollout_failures": rank}, [episode_s
 weights = sum(float(p.detach().double().sum()) for p in accelerator.unwrap_model(actor).parameters())
 print(json.dumps({"rank": rank, "world": accelerator.num_processes, "policy_tokens_here": stats["policy_tokens"],
                   "merged": merged, "weights": weights, "mean_rank": mean(accelerator, rank)}))
+end_processes(accelerator)

@@ -65,7 +65,17 @@ def train(config, stages, quiet=False):
         written = plots.plot(run.dir)
         _say(quiet, f"done: {run.dir} (metrics.jsonl, tensorboard/, checkpoints/" +
              (f", {len(written)} plots in plots/)" if written else ")"))
+    end_processes(run.accelerator)
     return 0
+
+
+def end_processes(accelerator):
+    """Every rank ends together and the process group is torn down before exit: a rank leaving with gloo's
+    threads still running aborts at interpreter shutdown ('terminate called without an active exception')."""
+    import torch.distributed as dist
+    if accelerator.num_processes > 1 and dist.is_available() and dist.is_initialized():
+        accelerator.wait_for_everyone()
+        dist.destroy_process_group()
 
 
 def _say(quiet, text):
