@@ -59,8 +59,13 @@ class HeuristicPolicy(Policy):
 
     def _write(self):
         match = re.search(r"^ANALYSIS (.*)$", self.last_observation, re.MULTILINE)
-        if match and _is_json(match.group(1)):
-            return self._plan(match.group(1))
+        if match:
+            try:
+                analysis = json.loads(match.group(1))
+            except json.JSONDecodeError:
+                analysis = None  # cut short in the observation: analysis.json holds it whole
+            if analysis is not None:
+                return self._plan(analysis)
         match = re.search(r"^ANALYSIS-FILE (\S+) (\d+) lines", self.last_observation, re.MULTILINE)
         if not match:
             raise CannotOptimize(f"the analysis did not run: {self.last_observation[-1500:]}")
@@ -74,13 +79,14 @@ class HeuristicPolicy(Policy):
 
     def _read(self):
         # Each observation is a header line, then the lines asked for; joined, the lines are the JSON.
-        return self._plan("".join("".join(text.splitlines()[1:]) for text in self.observations))
-
-    def _plan(self, text):
+        text = "".join("".join(obs.splitlines()[1:]) for obs in self.observations)
         try:
             analysis = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CannotOptimize(f"the analysis could not be read back ({exc}; {len(text)} characters)") from None
+        return self._plan(analysis)
+
+    def _plan(self, analysis):
         try:
             self.plan = make_plan(analysis)
         except Unsupported as exc:
@@ -127,11 +133,3 @@ class HeuristicPolicy(Policy):
 
     def _done(self):
         raise CannotOptimize("the episode continued after submit")
-
-
-def _is_json(text):
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True
