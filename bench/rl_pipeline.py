@@ -5,7 +5,7 @@ prints the held-out correct rate after RFT and after PPO, the stability figures,
     python -m bench.rl_pipeline [--tasks PROBLEMS.jsonl] [--out DIR] [--set KEY=VALUE ...]
 
 Tasks: KernelBench levels 1-2 (150 problems, from tests/gpu/data/ or ../shared/kernelbench/problems.jsonl) or
-a synthesized JSONL of {"name", "code"} rows (`python -m training synthesize`). The config is
+a synthesized dataset (`python -m training synthesize --out FILE`), taken whole. The config is
 training/configs/gpu.yaml with the overrides below, sized to finish in about 8 minutes on one H100 (generation
 on the live actor is serialized; tool calls and sandbox evaluations overlap in 12 threads). Outputs: DIR
 (default $OUT, else a temporary folder) holds the run: metrics.jsonl, tensorboard/, plots/*.png, checkpoints/.
@@ -51,8 +51,10 @@ def main(argv=None):
         raise SystemExit("no tasks: pass --tasks or copy ../shared/kernelbench/problems.jsonl to tests/gpu/data/")
     out = Path(args.out or (Path(os.environ["OUT"]) / "rl_pipeline" if os.environ.get("OUT")
                             else tempfile.mkdtemp(prefix="rl-pipeline-")))
+    # a dataset of your own is taken whole (gpu.yaml keeps KernelBench levels 1-2, 150 problems)
+    whole = ["tasks.levels=[]", "tasks.limit=0"] if args.tasks else []
     config = run_config.override(run_config.load(REPO / "training" / "configs" / "gpu.yaml"),
-                                 OVERRIDES + [f"tasks.source={tasks}", f"run_dir={out}"] + args.set)
+                                 OVERRIDES + whole + [f"tasks.source={tasks}", f"run_dir={out}"] + args.set)
     os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
     t0 = time.monotonic()
     train(config, config.stages)

@@ -21,7 +21,7 @@ MODULE_ATTRS = ("in_features", "out_features", "negative_slope", "dim", "eps", "
                 "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
                 "output_padding", "padding_mode", "transposed", "num_groups", "num_channels", "num_features",
                 "affine", "track_running_stats", "momentum", "ceil_mode", "return_indices", "count_include_pad",
-                "divisor_override")
+                "divisor_override", "value")
 
 
 def _arg(value):

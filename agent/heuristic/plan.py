@@ -31,10 +31,32 @@ UNARY = {
     "hardswish": "(({x}) * fminf(fmaxf(({x}) + 3.0f, 0.0f), 6.0f) / 6.0f)",
     "hardsigmoid": "fminf(fmaxf(({x}) / 6.0f + 0.5f, 0.0f), 1.0f)",
     "identity": "({x})",
+    "celu": "(({x}) > 0.0f ? ({x}) : {alpha} * (expf(({x}) / {alpha}) - 1.0f))",
+    "logsigmoid": "(fminf({x}, 0.0f) - log1pf(expf(-fabsf({x}))))",
+    "relu6": "fminf(fmaxf({x}, 0.0f), 6.0f)", "tanhshrink": "(({x}) - tanhf({x}))",
+    "softshrink": "(({x}) > {lambd} ? ({x}) - {lambd} : (({x}) < -{lambd} ? ({x}) + {lambd} : 0.0f))",
+    "hardshrink": "((({x}) > {lambd} || ({x}) < -{lambd}) ? ({x}) : 0.0f)",
+    "threshold": "(({x}) > {threshold} ? ({x}) : {value})",
+    "acos": "acosf({x})", "asin": "asinf({x})", "atan": "atanf({x})", "asinh": "asinhf({x})",
+    "atanh": "atanhf({x})", "sinh": "sinhf({x})", "cosh": "coshf({x})", "tan": "tanf({x})",
+    "ceil": "ceilf({x})", "floor": "floorf({x})", "round": "rintf({x})", "trunc": "truncf({x})",
+    "erf": "erff({x})", "erfc": "erfcf({x})", "exp2": "exp2f({x})", "expm1": "expm1f({x})",
+    "log2": "log2f({x})", "log10": "log10f({x})", "log1p": "log1pf({x})", "lgamma": "lgammaf({x})",
+    "deg2rad": "(({x}) * 0.017453292519943295f)", "rad2deg": "(({x}) * 57.29577951308232f)",
+    "sign": "(({x}) > 0.0f ? 1.0f : (({x}) < 0.0f ? -1.0f : ({x})))",
+    "sinc": "(({x}) == 0.0f ? 1.0f : sinf(3.14159265358979f * ({x})) / (3.14159265358979f * ({x})))",
+    "logit": "logf(fminf(fmaxf({x}, {lo}), {hi}) / (1.0f - fminf(fmaxf({x}, {lo}), {hi})))",
 }
 BINARY = {"add": "(({a}) + ({b}))", "sub": "(({a}) - ({b}))", "mul": "(({a}) * ({b}))", "div": "(({a}) / ({b}))",
           "maximum": "fmaxf({a}, {b})", "minimum": "fminf({a}, {b})", "pow": "powf({a}, {b})",
-          "rsub": "(({b}) - ({a}))"}
+          "rsub": "(({b}) - ({a}))", "atan2": "atan2f({a}, {b})", "hypot": "hypotf({a}, {b})",
+          "copysign": "copysignf({a}, {b})", "fmax": "fmaxf({a}, {b})", "fmin": "fminf({a}, {b})",
+          "fmod": "fmodf({a}, {b})", "ldexp": "(({a}) * exp2f({b}))",
+          # Python's modulo: the remainder takes the divisor's sign
+          "remainder": "(fmodf({a}, {b}) != 0.0f && ((({b}) < 0.0f) != (fmodf({a}, {b}) < 0.0f)) "
+                       "? fmodf({a}, {b}) + ({b}) : fmodf({a}, {b}))",
+          "logaddexp": "(fmaxf({a}, {b}) + log1pf(expf(-fabsf(({a}) - ({b})))))",
+          "logaddexp2": "(fmaxf({a}, {b}) + log2f(1.0f + exp2f(-fabsf(({a}) - ({b})))))"}
 ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub",
            "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div", "relu_": "relu", "sigmoid_": "sigmoid",
            "tanh_": "tanh", "add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div", "clamp_": "clamp",
@@ -52,7 +74,15 @@ ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": 
            "max_pool2d": "max_pool", "max_pool3d": "max_pool", "AvgPool1d": "avg_pool", "AvgPool2d": "avg_pool",
            "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool",
            "Flatten": "flatten", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
-           "BatchNorm3d": "batch_norm"}
+           "BatchNorm3d": "batch_norm", "negative": "neg", "absolute": "abs", "arccos": "acos", "arcsin": "asin",
+           "arctan": "atan", "arcsinh": "asinh", "arctanh": "atanh", "arctan2": "atan2", "fix": "trunc",
+           "sgn": "sign", "CELU": "celu", "LogSigmoid": "logsigmoid", "ReLU6": "relu6", "Tanhshrink": "tanhshrink",
+           "Softshrink": "softshrink", "Hardshrink": "hardshrink", "Threshold": "threshold",
+           "special_expit": "sigmoid", "special_erf": "erf", "special_exp2": "exp2", "special_expm1": "expm1",
+           "special_logit": "logit", "special_sinc": "sinc", "special_round": "round", "special_erfc": "erfc",
+           "special_log1p": "log1p", "log_sigmoid": "logsigmoid", "_threshold": "threshold", "exp_": "exp", "neg_": "neg", "abs_": "abs", "sqrt_": "sqrt"}
+# Casts and copies of a float32 value to float32 (make_plan refuses every other dtype): identities.
+CASTS = {"float", "to", "type_as", "contiguous", "clone", "detach"}
 POOLS = {"max_pool", "avg_pool"}
 PRODUCTS = {"linear", "matmul", "conv"}
 # Reshapes of a stage's contiguous result cost nothing: the next stage reads the intermediate in the new shape.
@@ -231,6 +261,19 @@ class _Builder:
             fields["slope"] = _f(attrs.get("negative_slope", kw.get("negative_slope", args[1] if len(args) > 1 else 0.01)))
         elif op == "elu":
             fields["alpha"] = _f(attrs.get("alpha", kw.get("alpha", args[1] if len(args) > 1 else 1.0)))
+        elif op == "celu":
+            fields["alpha"] = _f(attrs.get("alpha", kw.get("alpha", args[1] if len(args) > 1 else 1.0)))
+        elif op in ("softshrink", "hardshrink"):
+            fields["lambd"] = _f(attrs.get("lambd", kw.get("lambd", args[1] if len(args) > 1 else 0.5)))
+        elif op == "threshold":  # F.threshold(x, threshold, value); nn.Threshold(threshold, value)
+            cut = attrs.get("threshold", kw.get("threshold", args[1] if len(args) > 1 else None))
+            value = attrs.get("value", kw.get("value", args[2] if len(args) > 2 else None))
+            if not all(isinstance(v, (int, float)) for v in (cut, value)):
+                raise Unsupported(f"threshold {node['name']}: its threshold and value must be numbers")
+            fields.update(threshold=_f(cut), value=_f(value))
+        elif op == "logit":  # torch.logit(x, eps): the input clamped to [eps, 1 - eps] first, when eps is given
+            eps = kw.get("eps", args[1] if len(args) > 1 else None)
+            fields.update(lo=_f(-math.inf if eps is None else eps), hi=_f(math.inf if eps is None else 1.0 - eps))
         elif op == "softplus":
             fields.update(beta=_f(attrs.get("beta", kw.get("beta", 1.0))), threshold=_f(attrs.get("threshold", kw.get("threshold", 20.0))))
         elif op == "gelu" and (attrs.get("approximate") == "tanh" or kw.get("approximate") == "tanh"):
@@ -322,7 +365,7 @@ def _next_stage(analysis, nodes, prefix):
 def _is_identity(node):
     """nn.Identity, and dropout that drops nothing (p = 0, or training=False)."""
     op, attrs, kw, args = _canonical(node), node.get("attrs") or {}, node.get("kwargs") or {}, node["args"]
-    if op == "identity":
+    if op == "identity" or op in CASTS:
         return True
     if op == "dropout":
         p = attrs.get("p", kw.get("p", args[1] if len(args) > 1 else 0.5))

@@ -329,6 +329,41 @@ def get_init_inputs():
     return []
 """
 
+# Operators the synthesized tasks draw (training/synthesis/seeds.py): math functions, shrinkages, two-input
+# functions with their own rounding rules (Python's remainder, fmod) and casts of float32 to itself.
+MATH_CHAIN = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.CELU(0.7)
+        self.shrink = nn.Softshrink(0.3)
+        self.cut = nn.Threshold(0.1, -2.0)
+
+    def forward(self, x, y):
+        a = torch.tanh(x)
+        b = torch.acos(a * 0.9) + torch.asin(a * 0.5) + torch.atan(x) + torch.asinh(x) + torch.atanh(a * 0.5)
+        c = torch.sinh(a) + torch.cosh(a) + torch.tan(a) + torch.deg2rad(x) + torch.rad2deg(a)
+        d = torch.ceil(x) + torch.floor(x) + torch.round(x * 3) + torch.trunc(x) + torch.sign(x) + torch.erf(x)
+        e = torch.erfc(x) + torch.exp2(a) + torch.expm1(a) + torch.log2(x.abs() + 1) + torch.log10(x.abs() + 1)
+        e = e + torch.log1p(x.abs()) + torch.lgamma(x.abs() + 1) + torch.sinc(x) + torch.logit(torch.sigmoid(x), eps=1e-3)
+        f = self.act(x) + F.logsigmoid(x) + F.relu6(x * 4) + F.tanhshrink(x) + self.shrink(x) + F.hardshrink(x, 0.4)
+        f = f + self.cut(x) + torch.negative(x)
+        g = torch.atan2(x, y) + torch.hypot(x, y) + torch.copysign(x, y) + torch.fmax(x, y) + torch.fmin(x, y)
+        g = g + torch.fmod(x, y) + torch.remainder(x, y) + torch.ldexp(x, torch.round(y)) + torch.logaddexp(x, y)
+        g = g + torch.logaddexp2(x, y)
+        return (b + c + d + e + f + g + x.float().contiguous()).clone()
+
+def get_inputs():
+    return [torch.randn(16, 512), torch.randn(16, 512)]
+
+def get_init_inputs():
+    return []
+"""
+
 
 def run_episode(tmp_path, source, name):
     problem = tmp_path / f"{name}.py"
@@ -356,7 +391,8 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
                                          ("conv_instance_norm", CONV_INSTANCE_NORM), ("max_pool", MAX_POOL),
                                          ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN),
                                          ("mlp", MLP), ("lenet", LENET), ("conv_batch_norm", CONV_BATCH_NORM),
-                                         ("linear_scale_batch_norm", LINEAR_SCALE_BATCH_NORM)])
+                                         ("linear_scale_batch_norm", LINEAR_SCALE_BATCH_NORM),
+                                         ("math_chain", MATH_CHAIN)])
 def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
     traj = run_episode(tmp_path, source, name)

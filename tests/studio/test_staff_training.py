@@ -203,3 +203,37 @@ def test_training_pages_are_refused_to_users_who_are_not_staff(client):
         assert client.post(url, {"preset": "toy.yaml"}).status_code == 403, url
     run.refresh_from_db()
     assert TrainingRun.objects.count() == 1 and run.status == "queued"
+
+
+def test_a_run_trained_elsewhere_is_imported_with_its_charts_and_plots(client, staff, tmp_path, settings):
+    """The H100 run of bench/results/rl-pipeline-h100 (config, metrics, log, plots) brought into the studio."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    settings.KS_TRAINING_DIR = tmp_path / "training"
+    source = ROOT / "bench" / "results" / "rl-pipeline-h100"
+    call_command("import_training_run", str(source), "--user", "root", "--name", "h100")
+    run = TrainingRun.objects.get()
+    assert run.name == "h100" and run.status == TrainingRun.Status.DONE and run.device == "cuda"
+    assert Path(run.folder) == tmp_path / "training" / str(run.pk) and (Path(run.folder) / "metrics.jsonl").is_file()
+    assert run.current_stage == "eval" and run.started_at < run.finished_at
+    page = client.get(f"/staff/training/{run.pk}").content.decode()
+    for metric in ("ratio_max", "entropy", "explained_variance", "kept"):
+        assert f">{metric}<" in page or f"{metric}</" in page, metric
+    assert "ppo-stability.png" in page
+    plot = client.get(f"/staff/training/{run.pk}/plots/ppo-stability.png")
+    assert plot.status_code == 200 and b"".join(plot.streaming_content).startswith(b"\x89PNG")
+
+    # a run cut short before its last stage is listed as stopped (resumable); a folder that is no run is refused
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "config.yaml").write_text((source / "config.yaml").read_text())
+    (partial / "metrics.jsonl").write_text("".join(
+        line + "\n" for line in (source / "metrics.jsonl").read_text().splitlines() if '"stage": "ppo"' not in line))
+    call_command("import_training_run", str(partial), "--user", "root")
+    stopped = TrainingRun.objects.get(name="partial")
+    assert stopped.status == TrainingRun.Status.STOPPED and "resume" in stopped.error
+    with pytest.raises(CommandError, match="has no config.yaml"):
+        call_command("import_training_run", str(tmp_path / "training"), "--user", "root")
+    with pytest.raises(CommandError, match="no user 'nobody'"):
+        call_command("import_training_run", str(source), "--user", "nobody")
+    assert TrainingRun.objects.count() == 2

@@ -24,7 +24,8 @@ class ModelConfig:
 
 @dataclass
 class TasksConfig:
-    source: str = ""  # a JSONL of {"name", "code"} rows (KernelBench's problems.jsonl), or a folder of .py problems
+    # a JSONL of {"name", "code"} rows (KernelBench's problems.jsonl), a synthesized dataset, or a folder of .py files
+    source: str = ""
     levels: list = field(default_factory=list)  # keep only these KernelBench levels (empty: all)
     names: list = field(default_factory=list)  # keep only these problem names (empty: all)
     limit: int = 0  # at most this many tasks (0: all)

@@ -1,5 +1,6 @@
-"""The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl, or synthesized tasks) or a folder
-of .py files, written under RUN/tasks/ and split once into training and held-out sets."""
+"""The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl rows of {"name", "code"}, or a
+synthesized dataset's rows of {"task_id", "name", "source"}) or a folder of .py files, written under RUN/tasks/
+and split once into training and held-out sets."""
 import json
 import random
 import re
@@ -35,10 +36,25 @@ def _rows(source):
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TaskError(f"{path}:{number} is not JSON ({exc.msg})") from None
+        if isinstance(row, dict) and "code" not in row and isinstance(row.get("source"), str):
+            row = {**row, "code": row["source"]}  # a synthesized task (training/synthesis/dataset.py: TaskRecord)
         if not isinstance(row, dict) or not isinstance(row.get("code"), str) or not row.get("name"):
-            raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\"")
+            raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\" (or a synthesized "
+                            f"task's \"source\")")
         rows.append(row)
     return rows
+
+
+def _unique(name, row, taken):
+    """NAME, or NAME with the row's task id (then a counter) where an earlier row took it: synthesized tasks
+    are named for their operators, and two tasks of the same operators must not share a file."""
+    if name in taken and row.get("task_id"):
+        name = f"{name}_{re.sub(r'[^A-Za-z0-9]+', '_', str(row['task_id']))}"
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
 
 
 def load(config, folder, seed=0):
@@ -52,6 +68,9 @@ def load(config, folder, seed=0):
                 [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
     rows = _rows(config.source)
     if config.levels:
+        if rows and not any("level" in r for r in rows):
+            raise TaskError(f"{config.source} has no levels (synthesized tasks): set tasks.levels to [] "
+                            f"(--set tasks.levels=[])")
         rows = [r for r in rows if r.get("level") in config.levels]
     if config.names:
         rows = [r for r in rows if r["name"] in config.names]
@@ -60,9 +79,9 @@ def load(config, folder, seed=0):
     if not rows:
         raise TaskError(f"no task left in {config.source} after the levels/names/limit filters")
     folder.mkdir(parents=True, exist_ok=True)
-    names = []
+    names, taken = [], set()
     for row in rows:
-        name = re.sub(r"[^A-Za-z0-9_]+", "_", str(row["name"]))
+        name = _unique(re.sub(r"[^A-Za-z0-9_]+", "_", str(row["name"])), row, taken)
         (folder / f"{name}.py").write_text(row["code"])
         names.append(name)
     order = names[:]
