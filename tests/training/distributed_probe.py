@@ -33,11 +33,14 @@ stats = update(actor, critic, Batch.collate(samples), cfg, actor_opt, critic_opt
 
 
 class Episode:  # what episode_summary reads of a trajectory
-    def __init__(self, reward, correct, turns):
-        self.verdict, self.turns = {"reward": reward, "correct": correct}, [type("T", (), {"response_token_ids": [1, 2]})()] * turns
+    def __init__(self, reward, correct, turns, calls):
+        turn = type("T", (), {"response_token_ids": [1, 2], "tool_calls": calls})()
+        self.verdict, self.turns = {"reward": reward, "correct": correct}, [turn] * turns
 
 
-episodes = [Episode(3.0, True, 2)] if rank == 0 else [Episode(-1.0, False, 5), Episode(1.0, True, 3)]
+well_formed = [type("Call", (), {"error": ""})()]
+episodes = [Episode(3.0, True, 2, well_formed)] if rank == 0 else [Episode(-1.0, False, 5, []),
+                                                                    Episode(1.0, True, 3, [])]
 merged = step_stats(accelerator, {**stats, "rollout_failures": rank}, [episode_summary(e) for e in episodes])
 weights = sum(float(p.detach().double().sum()) for p in accelerator.unwrap_model(actor).parameters())
 print(json.dumps({"rank": rank, "world": accelerator.num_processes, "policy_tokens_here": stats["policy_tokens"],

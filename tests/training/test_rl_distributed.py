@@ -61,5 +61,6 @@ def test_two_processes_with_uneven_batches_finish_the_update_in_step_and_log_the
     assert merged["policy_tokens"] == 104 and merged["rollout_failures"] == 1
     assert merged["episodes"] == 3 and merged["reward_mean"] == 1.0 and merged["correct_rate"] == 2 / 3
     assert merged["turns_mean"] == 10 / 3 and merged["response_tokens_mean"] == 20 / 3
+    assert merged["tool_call_rate"] == 2 / 10  # rank 0's two turns parsed into tool calls, rank 1's eight did not
     assert first["weights"] == second["weights"]  # DDP kept the replicas identical through uneven batches
     assert first["mean_rank"] == second["mean_rank"] == 0.5

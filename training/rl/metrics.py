@@ -28,6 +28,9 @@ def episode_summary(trajectory):
     verdict = trajectory.verdict or {}
     return {"verdict": {k: verdict.get(k) for k in ("reward", "correct", "speedup_vs_eager") if k in verdict},
             "turns": len(trajectory.turns),
+            # turns whose reply parsed into tool calls that all ran: whether the policy has learned the format
+            "well_formed_turns": sum(bool(turn.tool_calls) and not any(c.error for c in turn.tool_calls)
+                                     for turn in trajectory.turns),
             "response_tokens": sum(len(turn.response_token_ids or []) for turn in trajectory.turns)}
 
 
@@ -41,6 +44,9 @@ def summary_stats(summaries):
     out = verdict_stats([s["verdict"] for s in summaries])
     out.update(distribution("turns", [s.get("turns") for s in summaries]))
     out.update(distribution("response_tokens", [s.get("response_tokens") for s in summaries]))
+    turns = sum(s.get("turns") or 0 for s in summaries if "well_formed_turns" in s)
+    if turns:
+        out["tool_call_rate"] = sum(s["well_formed_turns"] for s in summaries if "well_formed_turns" in s) / turns
     return out
 
 

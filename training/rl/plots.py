@@ -8,7 +8,8 @@ from training.rl.metrics import read
 PANELS = {
     "stability": [("ratio_max", "ratio max"), ("ratio_mean", "ratio mean"), ("ratio_min", "ratio min"),
                   ("entropy", "entropy"), ("clip_frac", "clip fraction"), ("approx_kl", "approx. KL")],
-    "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"), ("value_loss", "value loss"),
+    "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"),
+                ("tool_call_rate", "well-formed turns"), ("value_loss", "value loss"),
                 ("explained_variance", "explained variance")],
 }
 
