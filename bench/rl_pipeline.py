@@ -73,13 +73,16 @@ def main(argv=None):
         if after in evals:
             e = evals[after]
             print(f"| held-out correct rate after {after.upper()} | {e['correct_rate']:.3f} "
-                  f"(mean reward {e.get('reward_mean', float('nan')):.2f}, {e['episodes']} episodes) |")
+                  f"(mean reward {e.get('reward_mean', float('nan')):.2f}, {e['episodes']} episodes; well-formed "
+                  f"turns {e.get('tool_call_rate', float('nan')):.2f}) |")
     if value:
         evs = ", ".join(f"{r['explained_variance']:.3f}" for r in value if r.get("explained_variance") is not None)
         print(f"| value pre-training: explained variance per epoch | {evs} |")
     if ppo:
         rewards = ", ".join(f"{r.get('reward_mean', 0):.2f}" for r in ppo)
         print(f"| PPO: mean reward per step | {rewards} |")
+        formed = ", ".join(f"{r.get('tool_call_rate', float('nan')):.2f}" for r in ppo)
+        print(f"| PPO: well-formed turns per step | {formed} |")
         print(f"| PPO: importance ratio min / max over all steps | {min(r['ratio_min'] for r in ppo):.3f} / "
               f"{max(r['ratio_max'] for r in ppo):.3f} |")
         print(f"| PPO: entropy first / last step | {ppo[0]['entropy']:.3f} / {ppo[-1]['entropy']:.3f} |")

@@ -37,8 +37,10 @@ def fresh_venv(path):
 
 
 def _run(argv, cwd, log):
-    # The tests must see only the package and the environment, not this process's Django settings or sources.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
+    # The tests must see only the package and the environment, not this process's Django settings or sources, nor
+    # the options of a pytest session this runs under (PYTEST_ADDOPTS's -k would deselect the package's tests).
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE") and not k.startswith("PYTEST_")}
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     log.append(f"$ {' '.join(map(str, argv))}\n{proc.stdout}{proc.stderr}")
     return proc.returncode == 0
