@@ -119,7 +119,11 @@ class Rollouts:
     # -- the policy ---------------------------------------------------------------------------------------------
     def sync(self, actor, accelerator=None):
         """Episodes after this call act with ACTOR (an unwrapped causal LM): in this process directly, on RQ
-        workers through the pushed folder RUN/policy/ (and a restarted server, for the openai policy)."""
+        workers through the pushed folder RUN/policy/ (and a restarted server, for the openai policy). An actor
+        loaded from a checkpoint (on the CPU) is moved to the ACCELERATOR's device first: generating on the CPU
+        beside a GPU was value pre-training's episodes on the H100."""
+        if accelerator is not None:
+            actor = actor.to(accelerator.device)
         self.actor = actor
         if self.config.rollouts.backend != "rq":
             return
