@@ -43,6 +43,7 @@ def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path
             assert (run_dir / "checkpoints" / stage / "step-0" / kind / "config.json").is_file(), (stage, kind)
         assert list((run_dir / "tensorboard" / stage).glob("events.out.tfevents.*")), stage
     assert (run_dir / "config.yaml").is_file() and (run_dir / "plots" / "ppo-stability.png").is_file()
+    assert (run_dir / "plots" / "rft-training.png").is_file() and not (run_dir / "plots" / "ppo-training.png").exists()
     # RFT trained on the heuristic's real episode, which the sandbox verified
     heuristic = json.loads((run_dir / "rft" / "trajectories.jsonl").read_text().splitlines()[0])
     assert heuristic["policy"] == "heuristic" and heuristic["verdict"]["correct"]

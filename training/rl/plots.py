@@ -1,5 +1,6 @@
 """PNG plots of a run's stability and learning curves from RUN/metrics.jsonl: importance ratios, entropy, KL and
-clip fraction, rewards and correct rate, value loss and explained variance (`python -m training.rl.plots RUN`)."""
+clip fraction, rewards, correct rate and well-formed turns, value loss and explained variance, and the fine-tuning
+stages' loss (`python -m training.rl.plots RUN`)."""
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ PANELS = {
     "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"),
                 ("tool_call_rate", "well-formed turns"), ("value_loss", "value loss"),
                 ("explained_variance", "explained variance")],
+    # the fine-tuning stages' own curves (RFT, the single-turn warm-up): loss, gradient norm, data kept
+    "training": [("loss", "loss"), ("grad_norm", "gradient norm"), ("kept", "trajectories kept")],
 }
 
 
@@ -26,6 +29,8 @@ def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
     for stage in stages:
         records = read(run_dir, stage)
         for panel, series in PANELS.items():
+            if panel == "training" and stage not in ("rft", "single_turn"):
+                continue  # PPO's and the critic's own losses are in the other panels
             present = [(key, label) for key, label in series if any(r.get(key) is not None for r in records)]
             if not present:
                 continue
