@@ -1130,7 +1130,9 @@ def model_new(plan, problem_source, device="cpu"):
     names = _param_names(plan)
     checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; these kernels "
                      f"were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
-    preload = CUDNN_PRELOAD if plan.kind == "conv" and device == "cuda" else ""
+    # Any convolution stage, the first or a later one (BatchNorm2d -> Conv2d died of SIGSEGV without the preload)
+    convolves = any(stage.kind == "conv" for stage in [plan] + plan.tails)
+    preload = CUDNN_PRELOAD if convolves and device == "cuda" else ""
     mode = _mode_argument(plan)
     return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
 import torch

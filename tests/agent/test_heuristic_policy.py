@@ -718,3 +718,39 @@ def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows
     assert (row.outer, row.reduce, row.inner) == geometry
     traj = run_episode(tmp_path, source, name)
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
+
+
+BATCH_NORM_CONV = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+        self.conv = nn.Conv2d(8, 16, 3)
+
+    def forward(self, x):
+        return self.conv(self.bn(x))
+
+def get_inputs():
+    return [torch.randn(4, 8, 12, 12)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifies_on_cpu(tmp_path):
+    """The cuDNN preload goes with any convolution stage: a synthesized BatchNorm2d -> Conv2d, whose convolution is
+    the second stage, died of SIGSEGV on the H100 without it."""
+    from agent.heuristic.analyze import analyze
+    from agent.heuristic.codegen import workspace_files
+    problem = tmp_path / "problem.py"
+    problem.write_text(BATCH_NORM_CONV)
+    plan = make_plan(analyze(str(problem)))
+    assert plan.kind == "rowwise" and [t.kind for t in plan.tails] == ["conv"]
+    assert "_load_cudnn_parts()" in workspace_files(plan, "cuda", BATCH_NORM_CONV)["model_new.py"]
+    assert "_load_cudnn_parts" not in workspace_files(plan, "cpu", BATCH_NORM_CONV)["model_new.py"]
+    traj = run_episode(tmp_path, BATCH_NORM_CONV, "batch_norm_conv")
+    assert traj.stop_reason == "submitted" and traj.verdict["correct"], (traj.stop_reason, traj.verdict)
