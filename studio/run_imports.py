@@ -17,19 +17,16 @@ class RunImportError(Exception):
 
 
 def _config(folder):
-    import yaml  # the train extra's, as in studio/forms.py
+    """(text, RunConfig) of FOLDER/config.yaml, validated as `python -m training train` validates it."""
+    from training.rl.config import ConfigError, load
     path = folder / "config.yaml"
     if not path.is_file():
         raise RunImportError(f"{folder} has no config.yaml: give the run folder of `python -m training train` "
                              f"(it writes config.yaml, metrics.jsonl and train.log there)")
-    text = path.read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RunImportError(f"{path} is not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise RunImportError(f"{path} is not a run config (a mapping of sections)")
-    return text, data
+        return path.read_text(encoding="utf-8"), load(path)
+    except ConfigError as exc:
+        raise RunImportError(f"{path} is not a run config: {exc}") from None
 
 
 def _when(record):
@@ -43,16 +40,15 @@ def import_run(folder, user, name=""):
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise RunImportError(f"{folder} is not a folder: give a training run folder")
-    text, data = _config(folder)
+    text, config = _config(folder)
     records = rows_of(folder / "metrics.jsonl")
     if not records:
         raise RunImportError(f"{folder} has no metrics.jsonl records: nothing was trained there yet")
-    stages = data.get("stages") or []
+    stages = config.stages
     finished = bool(stages) and any(r.get("stage") == stages[-1] for r in records)
-    device = str((data.get("episode") or {}).get("device", "cpu"))
     with transaction.atomic():
         run = TrainingRun.objects.create(
-            created_by=user, name=name or folder.name, config=text, device=device,
+            created_by=user, name=name or folder.name, config=text, device=config.episode.device,
             status=TrainingRun.Status.DONE if finished else TrainingRun.Status.STOPPED,
             error="" if finished else f"imported before its last stage ({stages[-1] if stages else '?'}) logged: "
                                       f"resume to go on",
@@ -61,7 +57,11 @@ def import_run(folder, user, name=""):
         target = Path(settings.KS_TRAINING_DIR) / str(run.pk)
         if target.exists():
             raise RunImportError(f"{target} already exists: move it away, then import again")
-        shutil.copytree(folder, target, symlinks=True)
+        try:
+            shutil.copytree(folder, target, symlinks=True)
+        except OSError as exc:  # the row is rolled back; no half copy is left behind
+            shutil.rmtree(target, ignore_errors=True)
+            raise RunImportError(f"could not copy {folder} to {target}: {exc}") from None
         run.folder = str(target)
         run.save(update_fields=["folder"])
     return run

@@ -232,6 +232,11 @@ def test_a_run_trained_elsewhere_is_imported_with_its_charts_and_plots(client, s
     call_command("import_training_run", str(partial), "--user", "root")
     stopped = TrainingRun.objects.get(name="partial")
     assert stopped.status == TrainingRun.Status.STOPPED and "resume" in stopped.error
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.yaml").write_text("tasks: {source: t.jsonl}\nppo: {stepz: 3}\n")
+    with pytest.raises(CommandError, match=r"not a run config: unknown key\(s\) ppo.stepz"):
+        call_command("import_training_run", str(broken), "--user", "root")
     with pytest.raises(CommandError, match="has no config.yaml"):
         call_command("import_training_run", str(tmp_path / "training"), "--user", "root")
     with pytest.raises(CommandError, match="no user 'nobody'"):

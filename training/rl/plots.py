@@ -15,6 +15,8 @@ PANELS = {
     # the fine-tuning stages' own curves (RFT, the single-turn warm-up): loss, gradient norm, data kept
     "training": [("loss", "loss"), ("grad_norm", "gradient norm"), ("kept", "trajectories kept")],
 }
+# Panels drawn for some stages only (PPO's and the critic's own losses are in the other panels).
+PANEL_STAGES = {"training": ("rft", "single_turn")}
 
 
 def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
@@ -29,8 +31,8 @@ def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
     for stage in stages:
         records = read(run_dir, stage)
         for panel, series in PANELS.items():
-            if panel == "training" and stage not in ("rft", "single_turn"):
-                continue  # PPO's and the critic's own losses are in the other panels
+            if stage not in PANEL_STAGES.get(panel, (stage,)):
+                continue
             present = [(key, label) for key, label in series if any(r.get(key) is not None for r in records)]
             if not present:
                 continue
