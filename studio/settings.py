@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
 from studio.lib.env import env_bool, env_int, env_secret, env_str
@@ -69,9 +70,18 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# redis-py >= 8 stops reading a socket after 5 s by default, and the channel layer waits up to 5 s at a time in
+# BZPOPMIN for a message (RedisChannelLayer.brpop_timeout): each idle WebSocket died with "Timeout reading from
+# redis" every 5-10 s. The layer's reads wait well past its own blocking time; a dead server is still noticed.
+# (RQ workers raise their own connection's timeout above their blocking dequeue.)
+REDIS_SOCKET_TIMEOUT = env_int("KS_REDIS_SOCKET_TIMEOUT", 30)
+if REDIS_SOCKET_TIMEOUT <= RedisChannelLayer.brpop_timeout + 5:
+    raise ImproperlyConfigured(f"KS_REDIS_SOCKET_TIMEOUT={REDIS_SOCKET_TIMEOUT}: must exceed the channel layer's "
+                               f"{RedisChannelLayer.brpop_timeout} s blocking wait by more than 5 s")
 CHANNEL_LAYERS = {
     # The core layer, not the pub/sub one (PITFALLS.md).
-    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
+    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]}},
 }
 # gpu: episodes and evaluations on a GPU; cpu: the same on the CPU target and light work; train: learners.
 RQ_QUEUES = {name: {"URL": REDIS_URL} for name in ("gpu", "cpu", "train")}
