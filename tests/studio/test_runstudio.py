@@ -77,14 +77,39 @@ def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_stu
     assert f"sign in as {username} with password {password}" in output
 
 
-def test_runstudio_stops_everything_when_a_child_dies(running_studio):
-    children = psutil.Process(running_studio.pid).children()
-    cpu_worker = next(child for child in children if child.cmdline()[-2:] == ["rqworker", "cpu"])
-    cpu_worker.kill()
+def registered_workers(queue):
+    """{pid: name} of the RQ workers registered for QUEUE in the configured Redis."""
+    import redis
+    from rq import Worker
+    connection = redis.Redis.from_url(settings.REDIS_URL)
+    return {w.pid: w.name for w in Worker.all(connection=connection) if queue in w.queue_names()}
+
+
+def test_a_killed_worker_is_restarted_while_the_web_keeps_serving(running_studio):
+    def cpu_worker():
+        return next((child for child in psutil.Process(running_studio.pid).children()
+                     if child.cmdline()[-2:] == ["rqworker", "cpu"]), None)
+
+    killed = cpu_worker()
+    others = {child.pid for child in psutil.Process(running_studio.pid).children()} - {killed.pid}
+    deadline = time.monotonic() + 60
+    while killed.pid not in registered_workers("cpu"):
+        assert time.monotonic() < deadline, "the cpu worker never registered"
+        time.sleep(0.2)
+    killed.kill()
+    answers = []
+    deadline = time.monotonic() + 60
+    while not ((new := cpu_worker()) and new.pid != killed.pid and new.pid in registered_workers("cpu")):
+        answers.append(http_status(f"{running_studio.url}/healthz"))
+        assert time.monotonic() < deadline, "no new cpu worker registered within 60 s"
+        time.sleep(0.2)
+    assert answers and set(answers) == {200}, answers  # the web answered every time, worker down or not
+    assert {child.pid for child in psutil.Process(running_studio.pid).children()} >= others
+    running_studio.send_signal(signal.SIGTERM)
     output, _ = running_studio.communicate(timeout=60)
-    assert running_studio.returncode == 1
-    assert "rqworker cpu (exit code -9) stopped; stopping the others" in output
-    assert psutil.wait_procs(children, timeout=5)[1] == []
+    assert running_studio.returncode == 0, output
+    assert f"rqworker cpu (pid {killed.pid}) stopped with signal SIGKILL" in output
+    assert f"rqworker cpu started again (pid {new.pid})" in output
 
 
 def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded_studio):

@@ -1,11 +1,9 @@
 """`manage.py runstudio`: start embedded PostgreSQL and Redis where none answer, prepare the database, then run
-daphne and the RQ workers until one of them stops."""
+daphne, the RQ workers and the reconciler, each started again when it dies, until Ctrl-C or SIGTERM."""
 
 import secrets
 import signal
-import subprocess
 import sys
-import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from studio import services
+from studio.supervisor import EssentialProcessDied, Supervisor
 
 # A gpu worker runs even without a visible CUDA device: there it evaluates on the CPU target.
 QUEUES = ("gpu", "cpu", "train")
@@ -20,7 +19,8 @@ QUEUES = ("gpu", "cpu", "train")
 
 class Command(BaseCommand):
     help = ("Start embedded PostgreSQL and Redis where the configured ones do not answer, create and migrate the "
-            "database, then run the web server and one RQ worker per queue.")
+            "database, then run the web server, one RQ worker per queue and the reconciler, restarting any that "
+            "dies.")
     # The database may not be up before handle() has started it.
     requires_system_checks = []
 
@@ -45,7 +45,7 @@ class Command(BaseCommand):
             else:
                 self.stdout.write("sign in with your superuser account")
             self.stdout.flush()
-            self.supervise(self.start(), embedded)
+            self.supervise(embedded)
         finally:
             # Last, once web and workers are gone: a worker finishing its job still needs both.
             for server in reversed(embedded):
@@ -72,7 +72,7 @@ class Command(BaseCommand):
                 return username, password
         return "", None
 
-    def start(self) -> dict[str, subprocess.Popen]:
+    def supervise(self, embedded) -> None:
         commands = {
             "daphne": [sys.executable, "-m", "daphne", "-b", settings.KS_HOST, "-p", str(settings.KS_PORT),
                        "studio.asgi:application"],
@@ -80,37 +80,12 @@ class Command(BaseCommand):
             # Runs whose worker died are closed within half a minute (RQ alone would show them started).
             "reconcile_runs": [sys.executable, "manage.py", "reconcile_runs", "--every", "20"],
         }
-        # Own sessions: a Ctrl-C in the terminal reaches only us, and each child gets it once, from us;
-        # a second SIGINT to an RQ worker would be a cold shutdown that kills its running job.
-        return {
-            name: subprocess.Popen(command, cwd=settings.BASE_DIR, start_new_session=True)
-            for name, command in commands.items()
-        }
-
-    def supervise(self, children: dict[str, subprocess.Popen], embedded=()) -> None:
-        stopping = False
-
-        def forward(signum, frame):
-            nonlocal stopping
-            stopping = True
-            for child in children.values():
-                if child.poll() is None:
-                    child.send_signal(signum)
-
-        signal.signal(signal.SIGINT, forward)
-        signal.signal(signal.SIGTERM, forward)
-        watched = {**children, **{f"embedded {server.name}": server.process for server in embedded}}
-        while not stopping and all(child.poll() is None for child in watched.values()):
-            time.sleep(0.5)
-        failed = None if stopping else ", ".join(
-            f"{name} (exit code {child.returncode})" for name, child in watched.items() if child.returncode is not None
-        )
-        if failed:
-            self.stderr.write(f"{failed} stopped; stopping the others")
-            for child in children.values():
-                if child.poll() is None:
-                    child.terminate()
-        for child in children.values():
-            child.wait()
-        if failed:
-            raise CommandError(f"{failed} stopped")
+        # An embedded server that dies is not started again: every child needs it, so all stop, saying why.
+        supervisor = Supervisor(commands, cwd=settings.BASE_DIR,
+                                essential={f"embedded {server.name}": server.process for server in embedded})
+        signal.signal(signal.SIGINT, lambda signum, frame: supervisor.stop(signum))
+        signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.stop(signum))
+        try:
+            supervisor.run()
+        except EssentialProcessDied as exc:
+            raise CommandError(str(exc)) from None
