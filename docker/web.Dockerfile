@@ -26,11 +26,11 @@ RUN --mount=type=cache,target=/root/.cache/pip pip install "$TORCH_SPEC" --index
 WORKDIR /app
 COPY . .
 COPY --from=npm /app/node_modules node_modules
-# collectstatic runs with DEBUG on: it needs no SECRET_KEY, and DEBUG changes nothing it collects.
+# collectstatic signs nothing: a placeholder SECRET_KEY keeps settings from generating a key into the image.
 RUN --mount=type=cache,target=/root/.cache/pip pip install -e . \
     && python -m studio.vendor \
     && rm -rf node_modules \
-    && DEBUG=True python manage.py collectstatic --noinput
+    && SECRET_KEY=collectstatic-signs-nothing python manage.py collectstatic --noinput
 # Packages built by the workers arrive on a shared volume; the web process only reads them.
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin studio \
     && mkdir -p /var/lib/kernel-studio/packages

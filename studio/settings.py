@@ -8,15 +8,17 @@ from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
 from studio.lib.env import env_bool, env_int, env_secret, env_str
+from studio.lib.secret_key import local_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DEBUG", True)
-# The default key serves local development only; a deployment sets SECRET_KEY or SECRET_KEY_FILE.
-DEV_SECRET_KEY = "kernel-studio-development-only-not-secret"
-SECRET_KEY = env_secret("SECRET_KEY", DEV_SECRET_KEY)
-if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
-    raise ImproperlyConfigured("DEBUG=False needs SECRET_KEY or SECRET_KEY_FILE")
+# Off unless asked (DEBUG=True, or runstudio --debug): with it on, an unknown URL lists every route.
+DEBUG = env_bool("DEBUG", False)
+# Local state: runstudio's embedded servers and admin login, the generated secret key, build caches.
+KS_CACHE_DIR = Path(env_str("KS_CACHE_DIR", str(BASE_DIR / ".cache")))
+# A deployment sets SECRET_KEY or SECRET_KEY_FILE (compose requires one). Without either, a random key is made
+# once and kept in KS_CACHE_DIR (mode 0600), so every process of one machine (web, workers) signs alike.
+SECRET_KEY = env_secret("SECRET_KEY", "") or local_secret_key(KS_CACHE_DIR)
 ALLOWED_HOSTS = env_str("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
 
 INSTALLED_APPS = [
@@ -36,6 +38,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "servestatic.middleware.ServeStaticMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -91,10 +94,9 @@ KS_POLICY_BASE_URL = env_str("KS_POLICY_BASE_URL", "http://127.0.0.1:8001/v1")
 KS_POLICY_MODEL = env_str("KS_POLICY_MODEL", "kernel-studio-policy")
 KS_POLICY_API_KEY = env_secret("KS_POLICY_API_KEY", "")
 
-# Where runstudio binds daphne, and where it keeps local state such as the generated admin login.
+# Where runstudio binds daphne.
 KS_HOST = env_str("KS_HOST", "127.0.0.1")
 KS_PORT = env_int("KS_PORT", 8000)
-KS_CACHE_DIR = Path(env_str("KS_CACHE_DIR", str(BASE_DIR / ".cache")))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -114,10 +116,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))  # collectstatic's target
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# daphne serves no files: with DEBUG on, staticfiles_urlpatterns serve the source folders; with DEBUG off (the
-# web image), servestatic serves the collected STATIC_ROOT, asynchronously, right after the security middleware.
-if not DEBUG:
-    MIDDLEWARE.insert(1, "servestatic.middleware.ServeStaticMiddleware")
+# daphne serves no files: servestatic does, asynchronously, right after the security middleware, with DEBUG on
+# or off. It serves the source folders (static/ and the apps'), so runstudio needs no collectstatic; where
+# STATIC_ROOT holds collected files (the web image), they are the same files.
+SERVESTATIC_USE_FINDERS = True
 
 LOGGING = {
     "version": 1,

@@ -91,15 +91,20 @@ def log_in(page, studio):
     page.wait_for_url(studio.url + "/")
 
 
+def http_get(url, timeout=2):
+    """(status, headers, body) of a GET, redirects followed; (0, {}, b"") when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+    except OSError:
+        return 0, {}, b""
+
+
 def http_status(url):
     """The HTTP status of a GET, or 0 when nothing answers."""
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return 0
+    return http_get(url)[0]
 
 
 class LiveStudio:

@@ -1,7 +1,6 @@
 """URL routes of the studio."""
 
 from django.contrib import admin
-from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
 from studio import benchmarks, datasets, edits, staff, training_runs, views
@@ -46,5 +45,3 @@ urlpatterns = [
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),
 ]
-# daphne serves no static files itself; in production a front server or the image does (docker issue).
-urlpatterns += staticfiles_urlpatterns()

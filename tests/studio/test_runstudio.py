@@ -13,16 +13,18 @@ import pytest
 from django.conf import settings
 
 from studio import testing
-from studio.testing import http_status, kill_tree
+from studio.testing import http_get, http_status, kill_tree
 from studio.vendor import static_path
 
 pytestmark = pytest.mark.slow
 
 
-def launch(env, port):
-    """A runstudio process with ENV answering /healthz on PORT; killed with its children afterwards."""
+def launch(env, port, *options):
+    """A runstudio process with ENV and OPTIONS answering /healthz on PORT; killed with its children afterwards.
+    DEBUG and the secret key are runstudio's defaults, whatever this environment says."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "SECRET_KEY_FILE")}
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "runstudio"], cwd=settings.BASE_DIR, env={**os.environ, **env},
+        [sys.executable, "manage.py", "runstudio", *options], cwd=settings.BASE_DIR, env={**inherited, **env},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     process.url = f"http://127.0.0.1:{port}"
@@ -43,6 +45,14 @@ def running_studio(scratch_database, free_port, tmp_path):
     _, database_url = scratch_database
     yield from launch({"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)},
                       free_port)
+
+
+@pytest.fixture
+def debug_studio(scratch_database, free_port, tmp_path):
+    """runstudio --debug, otherwise as running_studio."""
+    _, database_url = scratch_database
+    yield from launch({"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)},
+                      free_port, "--debug")
 
 
 @pytest.fixture
@@ -75,6 +85,7 @@ def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_stu
     assert psutil.wait_procs(children, timeout=5)[1] == []
     username, password = (tmp_path / "studio-admin.txt").read_text().split()
     assert f"sign in as {username} with password {password}" in output
+    assert (tmp_path / "secret-key").stat().st_mode & 0o777 == 0o600  # generated: none was configured
 
 
 def registered_workers(queue):
@@ -110,6 +121,17 @@ def test_a_killed_worker_is_restarted_while_the_web_keeps_serving(running_studio
     assert running_studio.returncode == 0, output
     assert f"rqworker cpu (pid {killed.pid}) stopped with signal SIGKILL" in output
     assert f"rqworker cpu started again (pid {new.pid})" in output
+
+
+def test_unknown_urls_get_a_plain_404_without_the_route_list(running_studio):
+    status, _, body = http_get(f"{running_studio.url}/no/such/page")
+    assert status == 404
+    assert b"Using the URLconf" not in body and b"admin/rq/" not in body and b"healthz" not in body
+
+
+def test_runstudio_debug_serves_with_debug_on(debug_studio):
+    status, _, body = http_get(f"{debug_studio.url}/no/such/page")
+    assert status == 404 and b"Using the URLconf" in body and b"healthz" in body
 
 
 def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded_studio):

@@ -28,3 +28,20 @@ def test_the_channel_layer_reads_redis_longer_than_it_blocks_waiting_for_message
     assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout + 5
     loaded, stderr = load_settings(KS_CACHE_DIR=str(tmp_path), KS_REDIS_SOCKET_TIMEOUT="5")
     assert loaded is None and "KS_REDIS_SOCKET_TIMEOUT=5: must exceed the channel layer's 5 s" in stderr
+
+
+def test_debug_is_off_unless_the_environment_asks_for_it(tmp_path):
+    assert load_settings(KS_CACHE_DIR=str(tmp_path))[0]["DEBUG"] is False
+    assert load_settings(KS_CACHE_DIR=str(tmp_path), DEBUG="True")[0]["DEBUG"] is True
+
+
+def test_without_a_configured_key_every_process_signs_with_the_one_kept_in_the_cache_folder(tmp_path):
+    first, second = load_settings(KS_CACHE_DIR=str(tmp_path))[0], load_settings(KS_CACHE_DIR=str(tmp_path))[0]
+    assert first["SECRET_KEY"] == second["SECRET_KEY"] == (tmp_path / "secret-key").read_text().strip()
+    assert load_settings(KS_CACHE_DIR=str(tmp_path), SECRET_KEY="configured")[0]["SECRET_KEY"] == "configured"
+
+
+def test_static_files_are_served_with_debug_on_or_off(tmp_path):
+    for debug in ("True", "False"):
+        middleware = load_settings(KS_CACHE_DIR=str(tmp_path), DEBUG=debug)[0]["MIDDLEWARE"]
+        assert middleware[1] == "servestatic.middleware.ServeStaticMiddleware"

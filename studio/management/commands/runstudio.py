@@ -1,6 +1,7 @@
 """`manage.py runstudio`: start embedded PostgreSQL and Redis where none answer, prepare the database, then run
 daphne, the RQ workers and the reconciler, each started again when it dies, until Ctrl-C or SIGTERM."""
 
+import os
 import secrets
 import signal
 import sys
@@ -24,6 +25,10 @@ class Command(BaseCommand):
     # The database may not be up before handle() has started it.
     requires_system_checks = []
 
+    def add_arguments(self, parser):
+        parser.add_argument("--debug", action="store_true",
+                            help="serve with DEBUG on (error pages with tracebacks and the list of routes)")
+
     def handle(self, *args, **options):
         # Until supervise() takes over, a SIGTERM unwinds through the finally below (embedded servers stop too).
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -44,8 +49,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"sign in as {username} with password {password} (kept in {self.login_file})")
             else:
                 self.stdout.write("sign in with your superuser account")
+            if options["debug"]:
+                self.stdout.write("DEBUG is on: error pages show tracebacks, settings and every route")
             self.stdout.flush()
-            self.supervise(embedded)
+            self.supervise(embedded, debug=options["debug"])
         finally:
             # Last, once web and workers are gone: a worker finishing its job still needs both.
             for server in reversed(embedded):
@@ -72,7 +79,7 @@ class Command(BaseCommand):
                 return username, password
         return "", None
 
-    def supervise(self, embedded) -> None:
+    def supervise(self, embedded, debug=False) -> None:
         commands = {
             "daphne": [sys.executable, "-m", "daphne", "-b", settings.KS_HOST, "-p", str(settings.KS_PORT),
                        "studio.asgi:application"],
@@ -81,7 +88,7 @@ class Command(BaseCommand):
             "reconcile_runs": [sys.executable, "manage.py", "reconcile_runs", "--every", "20"],
         }
         # An embedded server that dies is not started again: every child needs it, so all stop, saying why.
-        supervisor = Supervisor(commands, cwd=settings.BASE_DIR,
+        supervisor = Supervisor(commands, cwd=settings.BASE_DIR, env={**os.environ, "DEBUG": "True"} if debug else None,
                                 essential={f"embedded {server.name}": server.process for server in embedded})
         signal.signal(signal.SIGINT, lambda signum, frame: supervisor.stop(signum))
         signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.stop(signum))
