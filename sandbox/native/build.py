@@ -270,6 +270,33 @@ def cached_library(key, module_name):
     return settings.cache_dir() / "builds" / key / f"{module_name}.so"
 
 
+def _library_path(key, module_name):
+    """Where to find or put the library: the worker's cache, or, where this process cannot write it (solution code
+    building in its jail, which sees only its own build of the cache), a build folder of its own."""
+    library = cached_library(key, module_name)
+    if library.exists() or _can_create(library.parent):
+        return library
+    return Path(tempfile.gettempdir()) / "kernel-studio-builds" / key / f"{module_name}.so"
+
+
+def _can_create(folder):
+    for path in [folder, *folder.parents]:
+        if path.exists():
+            return os.access(path, os.W_OK | os.X_OK)
+    return False
+
+
+def build_folder(workspace, device=None):
+    """The cache folder WORKSPACE's library is (or will be) stored in, made now: a jail that is to load it binds
+    this folder alone before the build has run."""
+    device = device or workspace_device(workspace)
+    key = workspace_key(workspace, device)
+    folder = cached_library(key, f"ks_{key[:16]}").parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _open_up(folder)
+    return folder
+
+
 def store(built, library):
     library.parent.mkdir(parents=True, exist_ok=True)
     tmp = library.with_name(f".{library.name}.{os.getpid()}")
@@ -290,7 +317,7 @@ def build_workspace(workspace, device=None, jail=None, timeout=None):
     device = device or workspace_device(workspace)
     key = workspace_key(workspace, device)
     module_name = f"ks_{key[:16]}"
-    library = cached_library(key, module_name)
+    library = _library_path(key, module_name)
     if library.exists():
         return BuildResult(str(library), module_name, key, True, time.perf_counter() - t0)
     argv = ["ninja", "-j", str(settings.MAX_JOBS)]
@@ -298,6 +325,8 @@ def build_workspace(workspace, device=None, jail=None, timeout=None):
         build_dir = jail.path("build")
         build_dir.mkdir()
         prepare(workspace, build_dir, device)
+        if binding_style(workspace_files(workspace)["binding.cpp"]) == "classic":
+            jail.expose(ensure_pch(device).parent)  # the precompiled header, and nothing else of the cache
         jail.own(build_dir)
         exit = jail.run(argv + ["-C", str(build_dir)], timeout or settings.TIMEOUT_S)
         code, output = (exit.returncode if not exit.timed_out else -1), exit.output

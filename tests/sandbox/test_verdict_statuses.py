@@ -31,7 +31,7 @@ def test_ok_for_an_honest_solution(run_eval, elementwise, honest):
     assert all(t["ok"] for t in v.trials)
     assert v.max_abs_error is not None and v.max_abs_error < 1e-4
     assert v.timing["candidate"]["samples"] >= 10 and v.timing["eager"]["samples"] >= 10
-    assert v.isolation.startswith("namespaces")
+    assert v.isolation.startswith("bwrap")
     assert len(v.problem_hash) == 64 and len(v.solution_hash) == 64
 
 
