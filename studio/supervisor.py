@@ -5,7 +5,6 @@ PostgreSQL or Redis) that dies stops everything."""
 import logging
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 
@@ -58,15 +57,14 @@ class Supervisor:
         self.essential = dict(essential or {})
         self.cwd, self.env = cwd, env
         self.steady_s, self.first_delay_s, self.max_delay_s, self.poll_s = steady_s, first_delay_s, max_delay_s, poll_s
+        # Filled by stop(), emptied by run(): a signal handler must take no lock the interrupted code may hold.
         self._signals: list[int] = []
-        self._wake = threading.Event()
         self._forwarded = False
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
         """Pass SIGNUM on to every child and end run() once all are gone. Safe in a signal handler: a second
         Ctrl-C is passed on again (RQ workers then abandon their running job)."""
         self._signals.append(signum)
-        self._wake.set()
 
     def run(self) -> None:
         for child in self.children.values():
@@ -83,8 +81,7 @@ class Supervisor:
                 else:
                     self._check_essential()
                     self._tend(time.monotonic())
-                self._wake.wait(self.poll_s)
-                self._wake.clear()
+                time.sleep(self.poll_s)
         finally:
             self._end_all()
 
