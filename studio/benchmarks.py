@@ -1,14 +1,14 @@
-"""Staff pages of KernelBench evaluations: launch, progress, the leaderboard and the per-problem drill-down."""
+"""Staff pages of KernelBench evaluations: launch, progress (or the place in its queue), stop, the leaderboard and the
+per-problem drill-down."""
 from pathlib import Path
 
-import django_rq
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
-from studio import jobs, queues
+from studio import jobs, queues, staff
 from studio.forms import BenchEvaluationForm
 from studio.models import BenchEvaluation
 from studio.staff import staff_only
@@ -65,9 +65,8 @@ def evaluation_list(request):
             created_by=request.user, policy=data["policy"], model=data["model"].strip(), device=data["device"],
             levels=",".join(sorted(data["levels"])), limit=data["limit"],
             sandbox=data["settings"])
-        queue = django_rq.get_queue("cpu" if evaluation.device == "cpu" else "train")
-        evaluation.job_id = queues.enqueue(queue, jobs.run_bench_evaluation, evaluation.pk, owner_id=request.user.pk,
-                                           timeout=settings.KS_EVALUATION_TIMEOUT)
+        evaluation.job_id = queues.enqueue("evaluation", evaluation.device, jobs.run_bench_evaluation, evaluation.pk,
+                                           owner_id=request.user.pk, timeout=settings.KS_EVALUATION_TIMEOUT)
         evaluation.save(update_fields=["job_id"])
         return redirect("bench_evaluation", evaluation.pk)
     status = 400 if request.method == "POST" else 200
@@ -96,7 +95,16 @@ def _results(evaluation):
 def evaluation_detail(request, pk):
     evaluation = get_object_or_404(BenchEvaluation, pk=pk)
     template = "studio/staff/_evaluation_progress.html" if request.htmx else "studio/staff/evaluation.html"
-    return render(request, template, {"evaluation": evaluation, "results": _results(evaluation)})
+    waiting = queues.waiting(evaluation.job_id) if evaluation.status == BenchEvaluation.Status.QUEUED else None
+    return render(request, template, {"evaluation": evaluation, "results": _results(evaluation), "waiting": waiting})
+
+
+@staff_only
+@require_POST
+def evaluation_stop(request, pk):
+    """Stop the evaluation: no process or scratch folder of it is left; the results it stored stay."""
+    staff.stop(get_object_or_404(BenchEvaluation, pk=pk), request.user)
+    return redirect("bench_evaluation", pk)
 
 
 @staff_only

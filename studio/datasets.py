@@ -1,15 +1,14 @@
-"""Staff pages of task-synthesis runs: launch, live progress from the run's files, the dataset browser, and a task
-viewed in Monaco and turned into a problem (validated on a worker, like an upload)."""
+"""Staff pages of task-synthesis runs: launch, live progress from the run's files (or the place in its queue), stop,
+the dataset browser, and a task viewed in Monaco and turned into a problem (validated on a worker, like an upload)."""
 import json
 from pathlib import Path
 
-import django_rq
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from studio import charts, jobs, queues
+from studio import charts, jobs, queues, staff
 from studio.forms import SynthesisForm, TaskFilterForm
 from studio.models import SynthesisRun
 from studio.staff import staff_only
@@ -57,8 +56,7 @@ def synthesis_list(request):
     form = SynthesisForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         run = SynthesisRun.objects.create(created_by=request.user, **form.cleaned_data)
-        queue = django_rq.get_queue("cpu" if run.device == "cpu" else "train")
-        run.job_id = queues.enqueue(queue, jobs.run_synthesis, run.pk, owner_id=request.user.pk,
+        run.job_id = queues.enqueue("synthesis", run.device, jobs.run_synthesis, run.pk, owner_id=request.user.pk,
                                     timeout=settings.KS_SYNTHESIS_TIMEOUT)
         run.save(update_fields=["job_id"])
         return redirect("synthesis_run", run.pk)
@@ -85,7 +83,17 @@ def synthesis_detail(request, pk):
     run = get_object_or_404(SynthesisRun, pk=pk)
     template = "studio/staff/_synthesis_progress.html" if request.htmx else "studio/staff/synthesis_run.html"
     summary = progress_of(run)
-    return render(request, template, {"run": run, "summary": summary, "charts": distribution_charts(summary)})
+    waiting = queues.waiting(run.job_id) if run.status == SynthesisRun.Status.QUEUED else None
+    return render(request, template, {"run": run, "summary": summary, "charts": distribution_charts(summary),
+                                      "waiting": waiting})
+
+
+@staff_only
+@require_POST
+def synthesis_stop(request, pk):
+    """Stop the run: no process or scratch folder of it is left; the tasks it kept stay a dataset."""
+    staff.stop(get_object_or_404(SynthesisRun, pk=pk), request.user)
+    return redirect("synthesis_run", pk)
 
 
 def matching(tasks, filters):
@@ -130,6 +138,7 @@ def synthesis_task_use(request, pk, task_id):
     """Make the task a problem through the upload path: validated on a worker, stored only if valid."""
     run = get_object_or_404(SynthesisRun, pk=pk)
     task = _task(run, task_id)
-    job_id = queues.enqueue(queues.queue_for(task.device), jobs.validate_problem, request.user.pk, task.name,
+    job_id = queues.enqueue("validation", task.device, jobs.validate_problem, request.user.pk, task.name,
                             task.source, task.device, owner_id=request.user.pk)
-    return render(request, "studio/_validation.html", {"job_id": job_id, "state": "queued"})
+    return render(request, "studio/_validation.html",
+                  {"job_id": job_id, "state": "queued", "waiting": queues.waiting(job_id)})

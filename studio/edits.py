@@ -58,9 +58,9 @@ def version_evaluate(request, pk):
         return JsonResponse({"error": "send JSON: {\"files\": {path: text}}"}, status=400)
     except BadFiles as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    queue = queues.queue_for(version.run.device)
     evaluation = actions.queue_evaluation(request.user, version, files, lambda evaluation_id: queues.enqueue(
-        queue, jobs.evaluate_edit, evaluation_id, owner_id=request.user.pk, timeout=settings.KS_EVALUATE_TIMEOUT))
+        "edit", version.run.device, jobs.evaluate_edit, evaluation_id, owner_id=request.user.pk,
+        timeout=settings.KS_EVALUATE_TIMEOUT))
     return JsonResponse({**actions.evaluation_message(evaluation),
                          "url": reverse("evaluation", args=[evaluation.pk])}, status=202)
 
@@ -68,7 +68,11 @@ def version_evaluate(request, pk):
 @login_required
 @require_GET
 def evaluation_detail(request, pk):
-    return JsonResponse(actions.evaluation_message(_evaluation(request, pk)))
+    """The evaluation as streamed, and while it is queued where it waits ({"ahead", "queue"}); the editor polls it."""
+    evaluation = _evaluation(request, pk)
+    waiting = queues.waiting(evaluation.job_id) if evaluation.status == Evaluation.Status.QUEUED else None
+    return JsonResponse({**actions.evaluation_message(evaluation),
+                         "waiting": waiting and {"ahead": waiting.ahead, "queue": waiting.queue}})
 
 
 @login_required
@@ -94,7 +98,7 @@ def version_handback(request, pk):
         return _edit_page(request, version, form, status=400)
     run = Run.objects.create(owner=request.user, problem=version.problem, device=version.run.device,
                              start_version=version, **form.cleaned_data)
-    run.job_id = queues.enqueue(queues.queue_for(run.device), jobs.run_episode, run.pk, owner_id=request.user.pk,
+    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=request.user.pk,
                                 timeout=settings.KS_RUN_TIMEOUT)
     run.save(update_fields=["job_id"])
     return redirect("run", run.pk)

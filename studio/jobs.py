@@ -5,6 +5,7 @@ import tempfile
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from agent.workspace import write_files
 from sandbox.errors import InvalidProblem
@@ -155,6 +156,17 @@ def evaluate_edit(evaluation_id):
     return {"status": verdict["status"], "reward": verdict["reward"]}
 
 
+def _start(model, pk, **fields):
+    """Move a staff job's row from queued to running; False when it was stopped meanwhile (then nothing runs)."""
+    return bool(model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
+        status=model.Status.RUNNING, started_at=timezone.now(), **fields))
+
+
+def _close(model, pk, **fields):
+    """Close a staff job's row, only while it is still running: one stopped from the studio meanwhile stays stopped."""
+    model.objects.filter(pk=pk, status=model.Status.RUNNING).update(finished_at=timezone.now(), **fields)
+
+
 def _evaluation_progress(evaluation_id, folder, total):
     """Store how far the evaluation's folder has come (its results.jsonl); the page reads the database only."""
     from training.evaluation.results import ResultsFile
@@ -166,7 +178,9 @@ def _evaluation_progress(evaluation_id, folder, total):
 
 def _training_cli(argv, crashed, progress=None, poll_s=2.0):
     """`python -m training ARGV` in-process; its exit status. progress() runs every poll_s on a thread of its own
-    (with its own database connection) while it works; a crash is handed to crashed(message), then raised."""
+    (with its own database connection) while it works; a crash is handed to crashed(message), then raised. A Stop
+    kills the work horse's process group (this CLI and its pool); the worker ends what they started in sessions of
+    their own (the jails) and removes the job's scratch folder (studio.workers)."""
     import threading
 
     from django.db import connection
@@ -203,8 +217,6 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
     import json
     import shlex
 
-    from django.utils import timezone
-
     from training.evaluation import problems as problem_source
     from studio.models import BenchEvaluation
 
@@ -212,8 +224,8 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
     if evaluation.status != BenchEvaluation.Status.QUEUED:
         return {"status": evaluation.status}
     folder = settings.KS_EVALUATIONS_DIR / str(evaluation.pk)
-    BenchEvaluation.objects.filter(pk=evaluation_id).update(status=BenchEvaluation.Status.RUNNING, folder=str(folder),
-                                                            started_at=timezone.now())
+    if not _start(BenchEvaluation, evaluation_id, folder=str(folder)):
+        return {"status": "stopped"}
     argv = ["evaluate", "--problems", str(settings.KS_KERNELBENCH_PROBLEMS), "--levels", evaluation.levels,
             "--policy", evaluation.policy, "--device", evaluation.device, "--out", str(folder), "--resume",
             "--in-process", "-q", *shlex.split(settings.KS_EVALUATION_ARGS)]
@@ -228,23 +240,21 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
                                        problem_source.parse_levels(evaluation.levels), None, None, evaluation.limit,
                                        None)
     except problem_source.ProblemsError as exc:
-        BenchEvaluation.objects.filter(pk=evaluation_id).update(status=BenchEvaluation.Status.FAILED, error=str(exc),
-                                                                finished_at=timezone.now())
+        _close(BenchEvaluation, evaluation_id, status=BenchEvaluation.Status.FAILED, error=str(exc))
         return {"error": str(exc)}
 
     def crashed(message):
-        BenchEvaluation.objects.filter(pk=evaluation_id).update(
-            status=BenchEvaluation.Status.FAILED, error=f"the evaluation crashed: {message}", finished_at=timezone.now())
+        _close(BenchEvaluation, evaluation_id, status=BenchEvaluation.Status.FAILED,
+               error=f"the evaluation crashed: {message}")
 
     code = _training_cli(argv, crashed, lambda: _evaluation_progress(evaluation_id, folder, len(chosen)), poll_s)
     _evaluation_progress(evaluation_id, folder, len(chosen))
     metrics_file = folder / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
     done = code == 0 and metrics is not None
-    BenchEvaluation.objects.filter(pk=evaluation_id).update(
-        status=BenchEvaluation.Status.DONE if done else BenchEvaluation.Status.FAILED, metrics=metrics,
-        error="" if done else f"`python -m training {shlex.join(argv)}` ended with status {code}; "
-                              f"see the worker's log", finished_at=timezone.now())
+    status = BenchEvaluation.Status.DONE if done else BenchEvaluation.Status.FAILED
+    _close(BenchEvaluation, evaluation_id, status=status, metrics=metrics,
+           error="" if done else f"`python -m training {shlex.join(argv)}` ended with status {code}; see the worker's log")
     log.info("KernelBench evaluation %s: exit %s", evaluation_id, code)
     return {"status": "done" if done else "failed"}
 
@@ -254,8 +264,6 @@ def run_synthesis(synthesis_id):
     import json
     import shlex
 
-    from django.utils import timezone
-
     from training.synthesis.dataset import paths
     from studio.models import SynthesisRun
 
@@ -264,14 +272,13 @@ def run_synthesis(synthesis_id):
         return {"status": run.status}
     dataset = settings.KS_SYNTHESIS_DIR / str(run.pk) / "tasks.jsonl"
     dataset.parent.mkdir(parents=True, exist_ok=True)
-    SynthesisRun.objects.filter(pk=synthesis_id).update(status=SynthesisRun.Status.RUNNING, dataset=str(dataset),
-                                                        started_at=timezone.now())
+    if not _start(SynthesisRun, synthesis_id, dataset=str(dataset)):
+        return {"status": "stopped"}
     argv = ["synthesize", "--count", str(run.count), "--device", run.device, "--workers", str(run.workers),
             "--out", str(dataset), "--no-progress", *shlex.split(settings.KS_SYNTHESIS_ARGS)]
 
     def crashed(message):
-        SynthesisRun.objects.filter(pk=synthesis_id).update(
-            status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {message}", finished_at=timezone.now())
+        _close(SynthesisRun, synthesis_id, status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {message}")
 
     code = _training_cli(argv, crashed)
     summary_file = paths(dataset)["summary"]
@@ -281,9 +288,8 @@ def run_synthesis(synthesis_id):
     error = "" if code == 0 else (f"kept {summary['kept']} of {run.count} asked" if done else
                                   f"`python -m training {shlex.join(argv)}` ended with status {code}; see the "
                                   f"worker's log")
-    SynthesisRun.objects.filter(pk=synthesis_id).update(
-        status=SynthesisRun.Status.DONE if done else SynthesisRun.Status.FAILED, summary=summary, error=error,
-        finished_at=timezone.now())
+    _close(SynthesisRun, synthesis_id, status=SynthesisRun.Status.DONE if done else SynthesisRun.Status.FAILED,
+           summary=summary, error=error)
     log.info("synthesis run %s: exit %s", synthesis_id, code)
     return {"status": "done" if done else "failed"}
 
@@ -305,8 +311,6 @@ def run_training(training_id, poll_s=2.0):
     import io
     import shlex
 
-    from django.utils import timezone
-
     from studio.models import TrainingRun
 
     run = TrainingRun.objects.get(pk=training_id)
@@ -316,8 +320,8 @@ def run_training(training_id, poll_s=2.0):
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "submitted.yaml"  # the run folder's config.yaml is the training package's record, as run
     config.write_text(run.config, encoding="utf-8")
-    TrainingRun.objects.filter(pk=training_id).update(status=TrainingRun.Status.RUNNING, folder=str(folder),
-                                                      error="", started_at=timezone.now(), finished_at=None)
+    if not _start(TrainingRun, training_id, folder=str(folder), error="", finished_at=None):
+        return {"status": "stopped"}
     argv = ["train", str(config), "--run-dir", str(folder), "-q"]
     for item in run.overrides:
         argv += ["--set", item]
@@ -325,8 +329,8 @@ def run_training(training_id, poll_s=2.0):
         argv += ["--stage", run.stage]
 
     def crashed(message):
-        TrainingRun.objects.filter(pk=training_id, status=TrainingRun.Status.RUNNING).update(
-            status=TrainingRun.Status.FAILED, error=f"the training run crashed: {message}", finished_at=timezone.now())
+        _close(TrainingRun, training_id, status=TrainingRun.Status.FAILED,
+               error=f"the training run crashed: {message}")
 
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
@@ -335,9 +339,7 @@ def run_training(training_id, poll_s=2.0):
     said = [line for line in stderr.getvalue().splitlines() if line.startswith(("error:", "stopped:"))]
     error = "" if code == 0 else (said[-1] if said else f"`python -m training {shlex.join(argv)}` ended with "
                                                          f"status {code}; see the worker's log")
-    # Only a run still marked running is closed here: one stopped from the studio meanwhile stays stopped.
-    TrainingRun.objects.filter(pk=training_id, status=TrainingRun.Status.RUNNING).update(
-        status=TrainingRun.Status.DONE if code == 0 else TrainingRun.Status.FAILED, error=error,
-        finished_at=timezone.now())
+    _close(TrainingRun, training_id, status=TrainingRun.Status.DONE if code == 0 else TrainingRun.Status.FAILED,
+           error=error)
     log.info("training run %s: exit %s", training_id, code)
     return {"status": "done" if code == 0 else "failed", "exit": code}

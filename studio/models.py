@@ -140,13 +140,17 @@ class Evaluation(models.Model):
 
 
 class StaffJob(models.Model):
-    """What the admin area's jobs share: a status a worker moves along, the RQ job, the error and the times."""
+    """What the admin area's jobs share: a status a worker moves along (or staff stop), the RQ job, the error and the
+    times."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        STOPPED = "stopped"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
     job_id = models.CharField(max_length=64, blank=True)
@@ -200,15 +204,6 @@ class SynthesisRun(StaffJob):
 class TrainingRun(StaffJob):
     """An RL training run of the training package (`python -m training train`) into its own run folder."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-        STOPPED = "stopped"
-
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
-
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="training_runs")
     name = models.CharField(max_length=200)
     config = models.TextField(help_text="the run's YAML config, as submitted")
@@ -218,8 +213,6 @@ class TrainingRun(StaffJob):
     folder = models.CharField(max_length=500, blank=True, help_text="the run folder (checkpoints, metrics, logs)")
     current_stage = models.CharField(max_length=20, blank=True, help_text="the stage of the newest metrics record")
     last_metrics = models.JSONField(null=True, blank=True, help_text="the newest record of metrics.jsonl")
-    # Its own statuses (stopped too): the field is declared again with their choices.
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
 
     def __str__(self):
         return f"training run {self.pk} ({self.name})"

@@ -49,7 +49,7 @@ def reconcile(grace=HEARTBEAT_GRACE):
         status__in=[model.Status.QUEUED, model.Status.RUNNING]).exclude(job_id="")]
     if not pending and not evaluations and not staff:
         return 0
-    live = live_workers(queues.queue_for("cpu").connection, grace)
+    live = live_workers(queues.connection(), grace)
     closed = 0
     for evaluation in evaluations:
         reason = _job_cannot_finish(evaluation.job_id, live)

@@ -1,6 +1,7 @@
 """The studio's only settings module: every value comes from the environment, with local defaults."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -9,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from studio.lib.env import env_bool, env_int, env_secret, env_str
 from studio.lib.secret_key import local_secret_key
+from studio.queues import NAMES as QUEUE_NAMES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -87,8 +89,10 @@ CHANNEL_LAYERS = {
     "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                 "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]}},
 }
-# gpu: episodes and evaluations on a GPU; cpu: the same on the CPU target and light work; train: learners.
-RQ_QUEUES = {name: {"URL": REDIS_URL} for name in ("gpu", "cpu", "train")}
+# Users' queues (gpu, cpu), staff queues (staff-gpu, staff-cpu) and the learners' (train): studio/queues.py.
+RQ_QUEUES = {name: {"URL": REDIS_URL} for name in QUEUE_NAMES}
+# Workers that end every process a job started, and remove its scratch folder, however the job ends (studio/workers.py).
+RQ = {"WORKER_CLASS": "studio.workers.Worker"}
 
 # The OpenAI-compatible endpoint (vLLM) serving the trained policy.
 KS_POLICY_BASE_URL = env_str("KS_POLICY_BASE_URL", "http://127.0.0.1:8001/v1")
@@ -162,3 +166,6 @@ KS_TRAINING_TIMEOUT = env_int("KS_TRAINING_TIMEOUT", 7 * 24 * 3600)
 # A served checkpoint runs through the configured endpoint when KS_POLICY_BASE_URL is set (vLLM or agent.serve
 # loaded with it), otherwise through the transformers policy in the worker, from the exported folder.
 KS_POLICY_ENDPOINT_SET = "KS_POLICY_BASE_URL" in os.environ
+# Each RQ job's scratch folder (its TMPDIR) lives here on its worker's host, removed when the job ends however it ends;
+# one whose job is gone (its worker killed) is swept by the next worker to start or finish a job there.
+KS_JOB_SCRATCH_DIR = Path(env_str("KS_JOB_SCRATCH_DIR", str(Path(tempfile.gettempdir()) / "kernel-studio-jobs")))

@@ -3,16 +3,14 @@ metric, the stage, the log's tail, checkpoints, plots, recent trajectories) and 
 import json
 from pathlib import Path
 
-import django_rq
 from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from studio import charts, jobs, queues
+from studio import charts, jobs, queues, staff
 from studio.datasets import rows_of
 from studio.forms import TrainingRunForm
 from studio.models import TrainingRun
@@ -26,9 +24,8 @@ NEWEST_FOLDERS = 3  # of each stage's step folders, the newest only are searched
 
 
 def _enqueue(run, user):
-    """Queue RUN's job on `train` (on `cpu` when its episodes run on the CPU); the job id saved after."""
-    queue = django_rq.get_queue("cpu" if run.device == "cpu" else "train")
-    run.job_id = queues.enqueue(queue, jobs.run_training, run.pk, owner_id=user.pk,
+    """Queue RUN's job (on `train`, or `staff-cpu` when its episodes run on the CPU); the job id saved after."""
+    run.job_id = queues.enqueue("training", run.device, jobs.run_training, run.pk, owner_id=user.pk,
                                 timeout=settings.KS_TRAINING_TIMEOUT)
     run.save(update_fields=["job_id"])
 
@@ -126,11 +123,7 @@ def training_detail(request, pk):
 def training_stop(request, pk):
     """Cancel the queued job or stop its work horse; checkpoints are written whole, so a resume loses at most the
     steps since the last one."""
-    run = get_object_or_404(TrainingRun, pk=pk)
-    if run.status in TrainingRun.ACTIVE:
-        TrainingRun.objects.filter(pk=pk).update(status=TrainingRun.Status.STOPPED, finished_at=timezone.now(),
-                                                 error=f"stopped by {request.user.get_username()}")
-        queues.stop(run.job_id)
+    staff.stop(get_object_or_404(TrainingRun, pk=pk), request.user)
     return redirect("training_run", pk)
 
 

@@ -34,9 +34,10 @@ def problem_new(request):
     form = ProblemUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        job_id = queues.enqueue(queues.queue_for(data["device"]), jobs.validate_problem, request.user.pk,
+        job_id = queues.enqueue("validation", data["device"], jobs.validate_problem, request.user.pk,
                                 data["name"], data["source"], data["device"], owner_id=request.user.pk)
-        return render(request, "studio/_validation.html", {"job_id": job_id, "state": "queued"})
+        return render(request, "studio/_validation.html",
+                      {"job_id": job_id, "state": "queued", "waiting": queues.waiting(job_id)})
     template = "studio/_upload_form.html" if request.htmx else "studio/problem_new.html"
     return render(request, template, {"form": form}, status=400 if request.method == "POST" else 200)
 
@@ -58,7 +59,8 @@ def validation_status(request, job_id):
         reason = (job.latest_result().exc_string if job.latest_result() else "") or status
         return render(request, "studio/_validation.html",
                       {"state": "invalid", "error": "validation could not finish: " + reason.strip().splitlines()[-1]})
-    return render(request, "studio/_validation.html", {"job_id": job_id, "state": status})
+    waiting = queues.waiting(job_id) if status == "queued" else None
+    return render(request, "studio/_validation.html", {"job_id": job_id, "state": status, "waiting": waiting})
 
 
 @login_required
@@ -77,7 +79,7 @@ def run_new(request, pk):
     if not form.is_valid():
         return render(request, "studio/problem_detail.html", {"problem": problem, "form": form}, status=400)
     run = Run.objects.create(owner=request.user, problem=problem, **form.cleaned_data)
-    run.job_id = queues.enqueue(queues.queue_for(run.device), jobs.run_episode, run.pk, owner_id=request.user.pk,
+    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=request.user.pk,
                                 timeout=settings.KS_RUN_TIMEOUT)
     run.save(update_fields=["job_id"])
     return redirect("run", run.pk)
@@ -88,8 +90,18 @@ def run_detail(request, pk):
     run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version", "start_version"),
                                     request.user), pk=pk)
     events = list(run.events.order_by("seq"))
+    waiting = queues.waiting(run.job_id) if run.status == Run.Status.QUEUED else None
     return render(request, "studio/run_detail.html", {"run": run, "events": [e.to_message() for e in events],
-                                                      "last_seq": events[-1].seq if events else 0})
+                                                      "last_seq": events[-1].seq if events else 0,
+                                                      "waiting": waiting})
+
+
+@login_required
+def run_waiting(request, pk):
+    """Where a queued run waits, polled by its page until a worker takes it (then an empty, unpolled element)."""
+    run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
+    waiting = queues.waiting(run.job_id) if run.status == Run.Status.QUEUED else None
+    return render(request, "studio/_run_waiting.html", {"run": run, "waiting": waiting})
 
 
 @login_required
@@ -155,7 +167,7 @@ def version_package(request, pk):
     version = _version(request, pk)
     if request.method == "POST" and not version.package:
         device = (version.run.device if version.run else version.problem.device)
-        queues.enqueue(queues.queue_for(device), jobs.package_version, version.pk, owner_id=request.user.pk, timeout=1800)
+        queues.enqueue("package", device, jobs.package_version, version.pk, owner_id=request.user.pk, timeout=1800)
     return render(request, "studio/_package.html", {"version": version, "building": request.method == "POST"
                                                     or (not version.package and not version.package_error)})
 

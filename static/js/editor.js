@@ -7,6 +7,7 @@
   const evaluateButton = document.getElementById("evaluate");
   const keepButton = document.getElementById("keep");
   const statusLine = document.getElementById("verdict-status");
+  const waitingLine = document.getElementById("verdict-waiting");
   const trials = document.getElementById("verdict-trials");
   const logBox = document.getElementById("verdict-log");
   const kept = document.getElementById("kept");
@@ -18,6 +19,7 @@
   let current = null;  // the evaluation this page is waiting for or showing
   let evaluatedText = null;  // the files that evaluation is about, to tell whether the editor changed since
   const latest = {};  // evaluation id -> its newest streamed state (the stream may beat the POST's answer)
+  let waitingTimer = null;
 
   Object.keys(original).sort().forEach((path) => pickFile.add(new Option(path, path)));
   // The longest kernel source is the one worth opening first (the starter's copy kernel may still lie beside it).
@@ -58,12 +60,27 @@
     });
   }
 
+  // While the evaluation waits in its queue, where it stands (the stream says only "queued"): polled, every 2 s.
+  function followQueue() {
+    clearTimeout(waitingTimer);
+    const id = current;
+    if (panel.dataset.evaluationStatus !== "queued") { waitingLine.textContent = ""; return; }
+    fetch("/evaluations/" + id, { credentials: "same-origin" }).then((r) => r.json()).then((body) => {
+      if (id !== current || panel.dataset.evaluationStatus !== "queued") return;
+      const w = body.waiting;
+      waitingLine.textContent = w ? "waiting: " + w.ahead + " job" + (w.ahead === 1 ? "" : "s") + " ahead in the " +
+                                    w.queue + " queue" : "";
+      waitingTimer = setTimeout(followQueue, 2000);
+    });
+  }
+
   function showEvaluation(p) {
     if (!current || p.evaluation !== current) return;
     panel.dataset.evaluation = String(p.evaluation);
     panel.dataset.evaluationStatus = p.status;
     trials.innerHTML = "";
     logBox.hidden = true;
+    followQueue();
     if (p.status === "queued" || p.status === "running") {
       statusLine.className = "muted";
       statusLine.textContent = "Evaluation #" + p.evaluation + " " + p.status + " on a worker…";

@@ -14,8 +14,9 @@ from django.core.management import get_commands
 
 ROOT = Path(settings.BASE_DIR)
 DOCKER = ROOT / "docker"
-SERVICES = {"postgres", "redis", "web", "reconciler", "worker-gpu", "worker-cpu", "vllm", "trainer"}
-OURS = {"web", "reconciler", "worker-gpu", "worker-cpu", "trainer"}  # built from docker/*.Dockerfile
+WORKERS = {"worker-gpu", "worker-staff-gpu", "worker-cpu", "worker-staff-cpu"}
+SERVICES = {"postgres", "redis", "web", "reconciler", *WORKERS, "vllm", "trainer"}
+OURS = {"web", "reconciler", *WORKERS, "trainer"}  # built from docker/*.Dockerfile
 SECRETS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "POSTGRES_PASSWORD", "REDIS_PASSWORD", "KS_POLICY_API_KEY"}
 
 
@@ -104,6 +105,24 @@ def test_the_web_serves_on_the_port_of_its_image_and_settings(compose):
     assert "deploy" not in web, "the web process needs no GPU"
 
 
+def served_queues(service):
+    """The queues a service's RQ workers take jobs from, in their order."""
+    command = service["command"]
+    return [word for word in command[3:] if not word.startswith("-") and not word.replace(".", "").isdigit()]
+
+
+def test_users_workers_take_only_users_jobs_and_every_queue_has_its_workers(compose):
+    from studio import queues
+    services = compose["services"]
+    assert served_queues(services["worker-gpu"]) == ["gpu"] and served_queues(services["worker-cpu"]) == ["cpu"]
+    # Staff workers take their staff queue first, and users' jobs of their device only while no staff job waits.
+    assert served_queues(services["worker-staff-gpu"]) == ["staff-gpu", "gpu"]
+    assert served_queues(services["worker-staff-cpu"]) == ["staff-cpu", "cpu"]
+    assert served_queues(services["trainer"]) == ["train"]
+    served = {queue for name in (*WORKERS, "trainer") for queue in served_queues(services[name])}
+    assert served == set(queues.NAMES) == set(settings.RQ_QUEUES)
+
+
 def test_services_run_real_management_commands_and_health_checks(compose):
     commands, parser = get_commands(), healthcheck_parser()
     for name in OURS:
@@ -111,7 +130,7 @@ def test_services_run_real_management_commands_and_health_checks(compose):
         command, queues = service["command"], []
         if command[:2] == ["python", "manage.py"]:
             assert command[2] in commands, f"{name}: manage.py has no command {command[2]}"
-            queues = [word for word in command[3:] if not word.startswith("-") and not word.replace(".", "").isdigit()]
+            queues = served_queues(service)
             assert set(queues) <= set(settings.RQ_QUEUES), f"{name}: unknown queue in {command}"
         else:
             assert command == ["docker/web-entrypoint.sh"] and name == "web"
@@ -120,7 +139,8 @@ def test_services_run_real_management_commands_and_health_checks(compose):
         args = parser.parse_args(test[3:])
         if args.check == "rq":
             assert args.queues == queues, f"{name} checks the workers of {args.queues}, runs {queues}"
-    assert compose["services"]["worker-gpu"]["command"][2] == "gpuworkers"
+    assert compose["services"]["worker-gpu"]["command"][2] == compose["services"]["worker-staff-gpu"]["command"][2] \
+        == "gpuworkers"
     assert compose["services"]["reconciler"]["command"][2:] == ["reconcile_runs", "--every", "20"]
 
 
@@ -152,17 +172,18 @@ def test_gpus_go_to_workers_vllm_and_trainer_and_workers_may_jail(compose, env_e
     def devices(name):
         return compose["services"][name].get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
 
-    [gpu_workers] = devices("worker-gpu")
-    assert gpu_workers["driver"] == "nvidia" and gpu_workers["count"] == env_example["KS_WORKER_GPUS"]
-    check = compose["services"]["worker-gpu"]["healthcheck"]["test"]
-    assert check[check.index("--min") + 1] == env_example["KS_WORKER_GPUS"], "every GPU's worker must be alive"
+    for name, count in (("worker-gpu", "KS_WORKER_GPUS"), ("worker-staff-gpu", "KS_STAFF_GPUS")):
+        [gpu_workers] = devices(name)
+        assert gpu_workers["driver"] == "nvidia" and gpu_workers["count"] == env_example[count], name
+        check = compose["services"][name]["healthcheck"]["test"]
+        assert check[check.index("--min") + 1] == env_example[count], f"{name}: every GPU's worker must be alive"
     [vllm] = devices("vllm")
     assert vllm["device_ids"] == [env_example["KS_VLLM_GPU"]]
     [trainer] = devices("trainer")
     assert trainer["count"] == env_example["KS_TRAIN_GPUS"] and compose["services"]["trainer"]["profiles"] == ["trainer"]
-    for name in ("postgres", "redis", "web", "reconciler", "worker-cpu"):
+    for name in ("postgres", "redis", "web", "reconciler", "worker-cpu", "worker-staff-cpu"):
         assert devices(name) is None, f"{name} needs no GPU"
-    for name in ("worker-gpu", "worker-cpu"):
+    for name in WORKERS:
         service = compose["services"][name]
         assert service["cap_add"] == ["SYS_ADMIN"] and "apparmor=unconfined" in service["security_opt"]
         assert "privileged" not in service and service["init"] is True
@@ -173,12 +194,13 @@ def test_services_start_after_what_they_need(compose):
     assert services["web"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
                                              "redis": {"condition": "service_healthy"}}
     # Migrations run in the web container: everything else using the database waits for it.
-    for name in ("reconciler", "worker-gpu", "worker-cpu", "trainer"):
+    for name in ("reconciler", *WORKERS, "trainer"):
         assert services[name]["depends_on"] == {"web": {"condition": "service_healthy"}}, name
     assert "postgres:/var/lib/postgresql/data" in services["postgres"]["volumes"]
     assert "redis:/data" in services["redis"]["volumes"]
     assert "packages:/var/lib/kernel-studio/packages:ro" in services["web"]["volumes"]
-    assert "packages:/var/lib/kernel-studio/packages" in services["worker-gpu"]["volumes"]
+    for name in WORKERS:
+        assert "packages:/var/lib/kernel-studio/packages" in services[name]["volumes"], name
 
 
 def test_every_secret_is_required_and_none_is_written_in_the_file(compose_with, env_example, compose_raw):

@@ -141,9 +141,9 @@ def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded
     from rq import Worker
     deadline = time.monotonic() + 60  # workers register a moment after daphne answers
     while (queues := sorted(q for w in Worker.all(connection=redis.Redis(port=rd)) for q in w.queue_names())) != [
-            "cpu", "gpu", "train"] and time.monotonic() < deadline:
+            "cpu", "gpu", "staff-cpu", "staff-gpu", "train"] and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert queues == ["cpu", "gpu", "train"]
+    assert queues == ["cpu", "gpu", "staff-cpu", "staff-gpu", "train"]
     children = psutil.Process(embedded_studio.pid).children()
     names = [child.name() for child in children]
     assert "postgres" in names and "redis-server" in names

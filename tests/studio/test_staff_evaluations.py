@@ -31,7 +31,7 @@ FAST = "--no-compiled --max-turns 8 --sandbox-option time_budget_s=0.2 --sandbox
 def staff(client):
     user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
     client.force_login(user)
-    for name in ("cpu", "train"):
+    for name in ("staff-cpu", "staff-gpu"):
         django_rq.get_queue(name).empty()
     return user
 
@@ -52,8 +52,8 @@ def test_an_evaluation_runs_on_a_real_worker_stores_metrics_and_shows_on_the_lea
     evaluation = BenchEvaluation.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/staff/evaluations/{evaluation.pk}"
     assert evaluation.status == "queued" and evaluation.job_id and evaluation.levels == "1"
-    assert django_rq.get_queue("cpu").fetch_job(evaluation.job_id) is not None
-    log = drain_queue("cpu", KS_KERNELBENCH_PROBLEMS=str(problems), KS_EVALUATIONS_DIR=str(tmp_path / "evals"),
+    assert django_rq.get_queue("staff-cpu").fetch_job(evaluation.job_id) is not None
+    log = drain_queue("staff-cpu", KS_KERNELBENCH_PROBLEMS=str(problems), KS_EVALUATIONS_DIR=str(tmp_path / "evals"),
                       KS_EVALUATION_ARGS=FAST, KS_CPU_THREADS="1", KS_SANDBOX_MEMORY_MB="4096")
     evaluation.refresh_from_db()
     assert evaluation.status == "done", evaluation.error + log[-3000:]
@@ -83,15 +83,15 @@ def test_it_rejects_an_evaluation_without_levels_and_stores_nothing(client, staf
     assert response.status_code == 400
     assert "This field is required" in response.content.decode()
     assert "Ensure this value is greater than or equal to 1" in response.content.decode()
-    assert not BenchEvaluation.objects.exists() and django_rq.get_queue("cpu").count == 0
+    assert not BenchEvaluation.objects.exists() and django_rq.get_queue("staff-cpu").count == 0
 
 
-def test_a_gpu_evaluation_is_queued_on_the_train_queue(client, staff):
+def test_a_gpu_evaluation_is_queued_on_the_staff_gpu_queue(client, staff):
     client.post("/staff/evaluations/", {"levels": ["1", "3"], "policy": "heuristic", "device": "cuda"})
     evaluation = BenchEvaluation.objects.get()
     assert evaluation.levels == "1,3" and evaluation.limit is None
-    assert django_rq.get_queue("train").fetch_job(evaluation.job_id) is not None
-    django_rq.get_queue("train").empty()
+    assert django_rq.get_queue("staff-gpu").fetch_job(evaluation.job_id) is not None
+    django_rq.get_queue("staff-gpu").empty()
 
 
 def test_a_missing_episode_is_not_found(client, staff):
@@ -116,7 +116,7 @@ def test_a_comparison_runs_every_problem_under_two_sandbox_settings_with_a_leade
                                         "sandbox": "strict", "compare_with": "relaxed"})
     evaluation = BenchEvaluation.objects.get()
     assert evaluation.sandbox == "strict,relaxed"
-    log = drain_queue("cpu", KS_KERNELBENCH_PROBLEMS=str(problems), KS_EVALUATIONS_DIR=str(tmp_path / "evals"),
+    log = drain_queue("staff-cpu", KS_KERNELBENCH_PROBLEMS=str(problems), KS_EVALUATIONS_DIR=str(tmp_path / "evals"),
                       KS_EVALUATION_ARGS=FAST, KS_CPU_THREADS="1", KS_SANDBOX_MEMORY_MB="4096")
     evaluation.refresh_from_db()
     assert evaluation.status == "done", evaluation.error + log[-3000:]

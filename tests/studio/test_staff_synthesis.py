@@ -16,7 +16,7 @@ TINY = ("--profile tiny --min-ms 0 --max-ms 10000 --max-depth 2 --classes activa
 def staff(client):
     user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
     client.force_login(user)
-    for name in ("cpu", "train"):
+    for name in ("cpu", "staff-cpu", "staff-gpu"):
         django_rq.get_queue(name).empty()
     return user
 
@@ -26,8 +26,8 @@ def test_a_synthesis_run_keeps_tasks_that_can_be_browsed_viewed_and_made_problem
     response = client.post("/staff/synthesis/", {"count": 1, "device": "cpu", "workers": 1})
     run = SynthesisRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/staff/synthesis/{run.pk}"
-    assert django_rq.get_queue("cpu").fetch_job(run.job_id) is not None
-    log = drain_queue("cpu", KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"), KS_SYNTHESIS_ARGS=TINY,
+    assert django_rq.get_queue("staff-cpu").fetch_job(run.job_id) is not None
+    log = drain_queue("staff-cpu", KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"), KS_SYNTHESIS_ARGS=TINY,
                       KS_CPU_THREADS="1", KS_SANDBOX_MEMORY_MB="4096")
     run.refresh_from_db()
     assert run.status == "done", run.error + log[-3000:]
@@ -63,14 +63,14 @@ def test_it_rejects_a_run_without_a_count_and_stores_nothing(client, staff):
     assert response.status_code == 400
     text = response.content.decode()
     assert "greater than or equal to 1" in text and "Select a valid choice" in text
-    assert not SynthesisRun.objects.exists() and django_rq.get_queue("cpu").count == 0
+    assert not SynthesisRun.objects.exists() and django_rq.get_queue("staff-cpu").count == 0
 
 
-def test_a_gpu_synthesis_run_is_queued_on_the_train_queue(client, staff):
+def test_a_gpu_synthesis_run_is_queued_on_the_staff_gpu_queue(client, staff):
     client.post("/staff/synthesis/", {"count": 10, "device": "cuda", "workers": 4})
     run = SynthesisRun.objects.get()
-    assert django_rq.get_queue("train").fetch_job(run.job_id) is not None and run.workers == 4
-    django_rq.get_queue("train").empty()
+    assert django_rq.get_queue("staff-gpu").fetch_job(run.job_id) is not None and run.workers == 4
+    django_rq.get_queue("staff-gpu").empty()
 
 
 def test_an_unknown_task_is_not_found(client, staff):

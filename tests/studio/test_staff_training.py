@@ -27,21 +27,21 @@ TINY = "\n".join(["stages=[rft, value]", "eval_episodes=0", "episode.max_turns=2
 def staff(client):
     user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
     client.force_login(user)
-    for name in ("cpu", "train"):
+    for name in ("staff-cpu", "train"):
         django_rq.get_queue(name).empty()
     return user
 
 
 @pytest.fixture
 def worker(tmp_path, settings):
-    """A real `rqworker cpu` (not burst: it must outlive a stopped job to run the resumed one)."""
+    """A real `rqworker staff-cpu` (not burst: it must outlive a stopped job to run the resumed one)."""
     settings.KS_TRAINING_DIR = tmp_path / "training"
     db = connection.settings_dict
     env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
            "KS_CACHE_DIR": str(tmp_path / "cache"), "KS_TRAINING_DIR": str(tmp_path / "training"),
            "HF_HUB_OFFLINE": "1", "KS_CPU_THREADS": "1", "KS_SANDBOX_MEMORY_MB": "4096"}
     log = (tmp_path / "worker.log").open("w")
-    proc = subprocess.Popen([sys.executable, "manage.py", "rqworker", "cpu"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "manage.py", "rqworker", "staff-cpu"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     proc.log = tmp_path / "worker.log"
     yield proc
@@ -85,7 +85,7 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
     assert client.post(f"/staff/training/{run.pk}/stop").status_code == 302
     run.refresh_from_db()
     assert run.status == "stopped" and run.error == "stopped by root"
-    job = django_rq.get_queue("cpu").fetch_job(run.job_id)
+    job = django_rq.get_queue("staff-cpu").fetch_job(run.job_id)
     wait_for(lambda: job.get_status(refresh=True) in ("stopped", "failed"), "the work horse to be stopped", 30)
     folder = Path(run.folder)
     stopped_at = max(r["step"] for r in read(folder) if r["stage"] == "value")
@@ -174,7 +174,7 @@ def test_it_rejects_bad_yaml_and_unknown_keys_and_stores_nothing(client, staff):
     assert neither.status_code == 400 and "Choose one of the configs or paste" in neither.content.decode()
     both = client.post("/staff/training/", {"preset": "toy.yaml", "config": "seed: 1"})
     assert both.status_code == 400
-    assert not TrainingRun.objects.exists() and django_rq.get_queue("cpu").count == 0
+    assert not TrainingRun.objects.exists() and django_rq.get_queue("staff-cpu").count == 0
 
 
 def test_a_gpu_config_is_queued_on_the_train_queue_and_a_queued_run_stops_at_once(client, staff):

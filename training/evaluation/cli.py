@@ -3,10 +3,10 @@ r"""`python -m training evaluate`: run a policy over KernelBench levels, one epi
     python -m training evaluate --problems ../shared/kernelbench/problems.jsonl --levels 1,2,3 \
         --policy heuristic --device cuda --out runs/heuristic [--workers 4] [--resume]
 
-Episodes run as RQ jobs when Redis is configured (--redis URL or REDIS_URL; queue `gpu` for --device cuda, `cpu`
-for --device cpu; start workers with `rq worker gpu --url URL`), otherwise here in --workers processes. Each
-result lands in OUT/results.jsonl as it finishes; --resume runs only what is missing (and collects what workers
-finished while this command was away). --compare strict,relaxed runs every problem under each sandbox setting and
+Episodes run as RQ jobs when Redis is configured (--redis URL or REDIS_URL; queue `staff-gpu` for --device cuda,
+`staff-cpu` for --device cpu; start workers with `rq worker staff-gpu --url URL`), otherwise here in --workers
+processes. Each result lands in OUT/results.jsonl as it finishes; --resume runs only what is missing (and collects
+what workers finished while this command was away). --compare strict,relaxed runs every problem under each sandbox setting and
 reports them side by side. OUT/metrics.json and OUT/metrics.md hold the report (--report-only rewrites them).
 --retime evaluates the stored correct solutions again under the current timing protocol, and only that.
 """
@@ -78,7 +78,7 @@ def add_arguments(parser):
     run.add_argument("--redis", default=os.environ.get("REDIS_URL", ""),
                      help="run episodes as RQ jobs on this Redis (default: REDIS_URL)")
     run.add_argument("--in-process", action="store_true", help="run here even when Redis is configured")
-    run.add_argument("--queue", default=None, help="RQ queue (default: gpu for cuda, cpu for cpu)")
+    run.add_argument("--queue", default=None, help="RQ queue (default: staff-gpu for cuda, staff-cpu for cpu)")
     run.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S, help="seconds an RQ job may run")
     run.add_argument("--stop-after", type=float, default=None,
                      help="start no episode after this many seconds (those running finish); --resume continues")

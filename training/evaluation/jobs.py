@@ -1,6 +1,6 @@
 """The evaluation's one job: run an episode of a policy on a problem and return its result record and trajectory.
 
-The same function runs in a local process pool and as an RQ job (`rq worker gpu`), so both paths measure alike.
+The same function runs in a local process pool and as an RQ job (`rq worker staff-gpu`), so both paths measure alike.
 It touches no CUDA itself (an RQ worker's parent must not initialize it); the sandbox does, in its own processes.
 """
 import logging

@@ -1,8 +1,10 @@
 """RQ for evaluations: the connection, the queue of a device, enqueueing an episode, and whether a job can still finish.
 
-Queues follow the studio's: `gpu` for --device cuda, `cpu` for --device cpu (C++ kernels need no GPU worker, and
-a CPU evaluation must not hold a GPU worker). Workers are plain `rq worker gpu` processes (or the studio's
-runstudio); they need this repository importable and the sandbox's requirements (DESIGN.md).
+Queues are the studio's staff queues (studio/queues.py): `staff-gpu` for --device cuda, `staff-cpu` for --device cpu
+(C++ kernels need no GPU worker, and a CPU evaluation must not hold a GPU worker); the studio's users' queues (`gpu`,
+`cpu`) never carry this package's episodes, so an evaluation never holds up a user. Workers are plain
+`rq worker staff-gpu --url URL` processes (or the studio's runstudio and gpuworkers); they need this repository
+importable and the sandbox's requirements (DESIGN.md).
 """
 import logging
 import os
@@ -20,7 +22,8 @@ class QueueUnavailable(Exception):
 
 
 def queue_name(device):
-    return "gpu" if device == "cuda" else "cpu"
+    """The queue of this package's episodes (evaluation, synthesis) on DEVICE."""
+    return "staff-gpu" if device == "cuda" else "staff-cpu"
 
 
 def connect(url):

@@ -48,7 +48,7 @@ class EpisodeConfig:
 class RolloutsConfig:
     backend: str = "inprocess"  # inprocess (episodes in this process) or rq (jobs on an RQ queue)
     workers: int = 1  # inprocess: episodes run at once (threads; generation is serialized, tools overlap)
-    queue: str = "gpu"  # rq: the queue GPU workers listen on
+    queue: str = "staff-gpu"  # rq: the queue GPU workers take staff jobs from (studio/queues.py)
     redis_url: str = ""  # rq: default REDIS_URL or redis://127.0.0.1:6379/0
     policy: str = "transformers"  # rq: how workers reach the policy: transformers (load the pushed checkpoint)
     #                              or openai (an endpoint serving it: agent.serve started here, or vLLM)

@@ -2,8 +2,8 @@
 
 Two back-ends. `inprocess`: episodes run in this process, several at once in threads (tool calls and sandbox
 evaluations overlap, generation on the live actor is serialized by a lock). `rq`: each episode is a job on the
-RQ queue GPU workers listen on (`gpu`), so rollouts scale with the workers on any number of hosts; the trainer
-pushes the actor after each update to RUN/policy/ (a transformers folder workers load, over a filesystem the
+RQ queue GPU workers take staff jobs from (`staff-gpu`), so rollouts scale with the workers on any number of hosts;
+the trainer pushes the actor after each update to RUN/policy/ (a transformers folder workers load, over a filesystem the
 hosts share) or serves it over the OpenAI-compatible API (`python -m agent.serve`, restarted after each push;
 or point `rollouts.base_url` at a vLLM server that reloads RUN/policy/). Each trajectory keeps the token data
 training needs (agent.trajectory.Turn: prompt and response ids, response log-probs).

@@ -47,7 +47,7 @@ def add_arguments(parser):
                                                           "(default KS_KERNELBENCH_PROBLEMS or ../shared/kernelbench)")
     parser.add_argument("--backend", choices=("local", "rq"), default="local",
                         help="rq: enqueue candidates on --queue for RQ workers (REDIS_URL)")
-    parser.add_argument("--queue", help="RQ queue (default: gpu for cuda, cpu for cpu)")
+    parser.add_argument("--queue", help="RQ queue (default: staff-gpu for cuda, staff-cpu for cpu)")
     parser.add_argument("--redis-url", help="default REDIS_URL or redis://127.0.0.1:6379/0")
     parser.add_argument("--max-attempts", type=int, help="stop after this many candidates (default 50 x --count)")
     parser.add_argument("--time-limit", type=float, help="seconds after which no new candidate starts")

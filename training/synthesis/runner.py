@@ -9,6 +9,7 @@ import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+from training.evaluation.queues import queue_name
 from training.synthesis import dataset
 from training.synthesis.dataset import Attempt, DatasetError, RunConfig
 from training.synthesis.dedup import LocalClaims, RedisClaims, kernelbench_index
@@ -130,7 +131,7 @@ def synthesize(out, config, count, workers=1, backend="local", queue=None, redis
     bar = Progress(count, len(run.tasks), progress)
     try:
         if backend == "rq":
-            _run_rq(run, count, workers, queue or ("gpu" if config.device == "cuda" else "cpu"),
+            _run_rq(run, count, workers, queue or queue_name(config.device),
                     redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL, max_attempts, bar)
         elif backend == "local":
             _run_local(run, count, workers, max_attempts, bar)

@@ -1,4 +1,8 @@
-"""`manage.py gpuworkers [QUEUE ...] [--gpus 0,1]`: one RQ worker per GPU, each seeing only its own, stopped together."""
+"""`manage.py gpuworkers [QUEUE ...] [--gpus 0,1]`: one RQ worker per GPU, each seeing only its own, stopped together.
+
+Every worker serves the QUEUEs in the order given (RQ takes the first that holds a job): `gpuworkers gpu` for users'
+GPU jobs (the default), `gpuworkers staff-gpu gpu` for staff GPU workers that help users while no staff job waits
+(studio/queues.py says why users' workers never take staff jobs)."""
 
 import os
 import secrets
@@ -39,7 +43,8 @@ class Command(RunStudio):
     requires_system_checks = "__all__"
 
     def add_arguments(self, parser):
-        parser.add_argument("queues", nargs="*", help="queues every worker serves (default: gpu)")
+        parser.add_argument("queues", nargs="*", help="queues every worker serves, first first (default: gpu; staff "
+                                                      "GPU workers: staff-gpu gpu)")
         parser.add_argument("--gpus", help="comma-separated GPU indices or UUIDs (default: every GPU nvidia-smi lists)")
 
     def handle(self, *args, queues=(), gpus=None, **options):

@@ -15,7 +15,7 @@ from studio import services
 from studio.supervisor import EssentialProcessDied, Supervisor
 
 # A gpu worker runs even without a visible CUDA device: there it evaluates on the CPU target.
-QUEUES = ("gpu", "cpu", "train")
+QUEUES = ("gpu", "cpu", "staff-gpu", "staff-cpu", "train")  # users, staff, learners: studio/queues.py
 
 
 class Command(BaseCommand):
