@@ -75,7 +75,23 @@ def _probe(hierarchy):
 
 
 def _v2(mounts, own):
-    base = Path(settings.CGROUP) if settings.CGROUP else Path(mounts["cgroup2"] + own.get("", "/"))
+    """The worker's own group first (a delegated one), else the hierarchy's root (a VM or a host where this
+    worker is root): the first that can hold leaves with the memory and pids controllers."""
+    if settings.CGROUP:
+        bases = [Path(settings.CGROUP)]
+    else:
+        root = Path(mounts["cgroup2"])
+        bases = list(dict.fromkeys([Path(str(root) + own.get("", "/")), root]))
+    reasons = []
+    for base in bases:
+        try:
+            return _v2_at(base)
+        except Unavailable as exc:
+            reasons.append(str(exc))
+    raise Unavailable("; ".join(reasons))
+
+
+def _v2_at(base):
     controllers = (base / "cgroup.controllers").read_text().split()
     missing = {"memory", "pids"} - set(controllers)
     if missing:

@@ -67,22 +67,27 @@ def _project_paths():
     return {str(PACKAGE_ROOT / name) for name in PROJECT_PACKAGES if (PACKAGE_ROOT / name).is_dir()}
 
 
+def _install_prefix(program):
+    """The installation a program belongs to: the folder above its bin/ (a compiler's headers and libraries live
+    beside it), else its own folder."""
+    folder = os.path.dirname(os.path.realpath(program))
+    prefix = os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder
+    # A prefix in a home folder (~/.local) holds the user's other files too: only the program's own folder there.
+    homes = [os.path.expanduser("~"), "/home", "/root"]
+    return folder if any(_under(prefix, h) or _under(h, prefix) for h in homes) else prefix
+
+
 def _toolchain_paths(device):
     paths = set()
+    tools = ["g++", "gcc", "c++", "ninja"] + (["nvcc", "ncu", "nvidia-smi"] if device == "cuda" else [])
+    programs = [shutil.which(tool) for tool in tools]
+    programs += [os.environ[name] for name in ("CXX", "CC") if os.path.isabs(os.environ.get(name, ""))]
+    paths.update(_install_prefix(p) for p in programs if p)
     if device == "cuda":
         from sandbox.native.build import _cuda_home
         paths.add(_cuda_home())
-        for name in ("CUDA_HOME", "CUDA_PATH"):
-            if os.environ.get(name):
-                paths.add(os.environ[name])
-        for tool in ("nvcc", "ncu", "nvidia-smi"):
-            found = shutil.which(tool)
-            if found:
-                paths.add(os.path.dirname(os.path.realpath(found)))
+        paths.update(os.environ[name] for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name))
     paths.update(p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p)
-    cxx = os.environ.get("CXX", "")
-    if os.path.isabs(cxx):
-        paths.add(os.path.dirname(os.path.realpath(cxx)))
     return paths
 
 
