@@ -15,9 +15,10 @@ FROM ${CUDA_IMAGE}
 ARG TORCH_SPEC=torch==2.11.0
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cu130
 ENV DEBIAN_FRONTEND=noninteractive
-# python3-dev: Python.h for classic (pybind11) bindings; util-linux: unshare, for the jail's namespaces.
+# python3-dev: Python.h for classic (pybind11) bindings; bubblewrap: the jail's namespaces and allow-listed root;
+# libseccomp2: its seccomp filter (sandbox/jailfs.py, sandbox/seccomp.py).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv python3-dev g++ util-linux ca-certificates \
+    && apt-get install -y --no-install-recommends python3 python3-venv python3-dev g++ bubblewrap libseccomp2 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:/usr/local/cuda/bin:$PATH \

@@ -166,7 +166,7 @@ def test_the_worker_image_pins_nvcc_to_the_torch_build_and_prebuilds_the_header(
     assert env["KS_SANDBOX_REQUIRE_ISOLATION"] == "True" and env["KS_CACHE_DIR"].startswith("/var/cache/")
     # The jail switches each evaluation to its own uid: only a root worker can.
     assert not [a for word, a in dockerfiles["worker"] if word == "USER"]
-    for package in ("util-linux", "python3-dev", "g++"):
+    for package in ("bubblewrap", "libseccomp2", "python3-dev", "g++"):
         assert package in runs
 
 
