@@ -67,3 +67,21 @@ def _compare_floats(ref, out, atol, rtol, where):
     reason = (f"{where}: {mismatched} of {r.numel()} values outside atol={atol}, rtol={rtol}; "
               f"max abs error {max_abs:.3g}") if mismatched else ""
     return Comparison(not mismatched, reason, max_abs, max_rel, mismatched, r.numel())
+
+
+def precise_errors(precise, candidate):
+    """(max abs, max rel) error of CANDIDATE's float outputs against PRECISE ones (float64, same shapes), over the
+    values where the precise output is finite: the precision a solution (or the FP32 reference) gives up."""
+    import torch
+    worst_abs = worst_rel = 0.0
+    for ref, out in zip(precise, candidate):
+        if not ref.is_floating_point() or tuple(ref.shape) != tuple(out.shape) or not ref.numel():
+            continue
+        r, c = ref.double(), out.to(ref.device).double()
+        finite = torch.isfinite(r) & torch.isfinite(c)
+        if not bool(finite.any()):
+            continue
+        diff = (c - r).abs()[finite]
+        worst_abs = max(worst_abs, float(diff.max()))
+        worst_rel = max(worst_rel, float((diff / r.abs()[finite].clamp_min(1e-6)).max()))
+    return worst_abs, worst_rel

@@ -200,6 +200,7 @@ def _run(problem, solution, config, verdict):
                 verdict.speedup_vs_eager = round(verdict.eager_ms / max(verdict.runtime_ms, 1e-6), 4)
             if verdict.compiled_ms and verdict.runtime_ms:
                 verdict.speedup_vs_compiled = round(verdict.compiled_ms / max(verdict.runtime_ms, 1e-6), 4)
+            _precision_matched_speedups(verdict)
             ref.send("exit")
         finally:
             cand.close()
@@ -261,9 +262,24 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
     elif config.compiled_baseline:
         verdict.compiled_ms = verdict.eager_ms
         verdict.timing["compiled_error"] = base.get("compiled_error", "")
+    if "eager_tf32" in base:
+        verdict.eager_tf32_ms = base["eager_tf32"]["median_ms"]
+        verdict.timing["eager_tf32"] = base["eager_tf32"]
+    if "compiled_tf32" in base:
+        verdict.compiled_tf32_ms = base["compiled_tf32"]["median_ms"]
+        verdict.timing["compiled_tf32"] = base["compiled_tf32"]
     if config.profile:
         verdict.profile["reference"] = msg.get("profile", [])
     return {"spec": msg["spec"], "init_seed": init_seed}
+
+
+def _precision_matched_speedups(verdict):
+    """Speedups against the baselines timed with TF32 allowed (CUDA only): what is left once precision matches."""
+    if verdict.runtime_ms:
+        if verdict.eager_tf32_ms:
+            verdict.speedup_vs_eager_tf32 = round(verdict.eager_tf32_ms / max(verdict.runtime_ms, 1e-6), 4)
+        if verdict.compiled_tf32_ms:
+            verdict.speedup_vs_compiled_tf32 = round(verdict.compiled_tf32_ms / max(verdict.runtime_ms, 1e-6), 4)
 
 
 def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
@@ -297,10 +313,16 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
     ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed)
     result = ref.recv("checked")
     moved.unlink(missing_ok=True)
-    verdict.trials.append({"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
-                           "max_rel_error": result["max_rel_error"], "sampled": sampled})
+    trial = {"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
+             "max_rel_error": result["max_rel_error"], "sampled": sampled}
+    trial.update({k: result[k] for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64",
+                                          "fp64_error") if k in result})
+    verdict.trials.append(trial)
     verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
     verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
+    for key in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64"):
+        if key in result:
+            setattr(verdict, key, max(getattr(verdict, key) or 0.0, result[key]))
     if not result["ok"]:
         raise Incorrect(f"{label}: {result['reason']}")
 

@@ -29,6 +29,15 @@ class Verdict:
     solution_hash: str = ""
     isolation: str = ""
     wall_s: float | None = None
+    # Precision (issue 17): baselines with TF32 allowed (CUDA), and errors against a float64 reference, so that
+    # a speedup made of a precision change is seen as one. The reward keeps PyTorch's defaults (the paper's basis).
+    eager_tf32_ms: float | None = None
+    compiled_tf32_ms: float | None = None
+    speedup_vs_eager_tf32: float | None = None
+    speedup_vs_compiled_tf32: float | None = None
+    max_abs_error_fp64: float | None = None
+    max_rel_error_fp64: float | None = None
+    reference_abs_error_fp64: float | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -58,6 +67,11 @@ class Verdict:
             parts.append(f"{self.speedup_vs_eager:.2f}x eager")
         if self.speedup_vs_compiled is not None:
             parts.append(f"{self.speedup_vs_compiled:.2f}x compiled")
+        if self.speedup_vs_eager_tf32 is not None:
+            matched = f"{self.speedup_vs_eager_tf32:.2f}x eager"
+            if self.speedup_vs_compiled_tf32 is not None:
+                matched += f", {self.speedup_vs_compiled_tf32:.2f}x compiled"
+            parts.append(f"TF32-matched: {matched}")
         if self.violations:
             parts.append("violations: " + "; ".join(self.violations))
         return ", ".join(parts)

@@ -4,16 +4,18 @@ the reference, and checks candidate outputs against outputs it computes itself f
 It runs before any solution code is imported and in its own process, so a solution can neither slow the
 baselines nor see the reference outputs (they are computed after the candidate has written its own).
 """
+import copy
 import hashlib
 import json
 import platform
 import sys
+from contextlib import contextmanager
 
 import torch
 
 from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
-from sandbox.correctness import compare
+from sandbox.correctness import compare, precise_errors
 from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
 from sandbox.protocol import Channel
 from sandbox.timing import measure
@@ -79,31 +81,57 @@ def timing_sets(module, seeds, device, config, input_bytes):
     return [make_inputs(module, s, device) for s in seeds[:n]]
 
 
-def baselines(model, module, device, config, seeds, input_bytes):
-    sets = timing_sets(module, seeds, device, config, input_bytes)
-    result, compiled = {}, None
-    if config.compiled_baseline:
-        try:  # compiled before taking the timing lock: compiling takes seconds of CPU, and times nothing
+@contextmanager
+def tf32(allowed):
+    """PyTorch's default precision (allowed=False: full-FP32 matmuls, TF32 convolutions, as PyTorch ships) or the
+    precision-matched one (allowed=True: TF32 for matmuls and convolutions alike)."""
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = allowed
+    torch.backends.cudnn.allow_tf32 = True if allowed else cudnn
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+
+
+def _compiled(model, sets, device, result, suffix, allowed):
+    """torch.compile(model) warmed under the precision it will be timed in; None (and the reason) on failure."""
+    try:  # compiled before taking the timing lock: compiling takes seconds of CPU, and times nothing
+        with tf32(allowed), torch.no_grad():
             compiled = torch.compile(model)
-            with torch.no_grad():
-                compiled(*sets[0])
-            synchronize(device)
-        except Exception as exc:  # noqa: BLE001 -- the eager time stands in, and the verdict says why
-            result["compiled_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-            compiled = None
+            compiled(*sets[0])
+        synchronize(device)
+        return compiled
+    except Exception as exc:  # noqa: BLE001 -- the eager time stands in, and the verdict says why
+        result[f"compiled{suffix}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return None
+
+
+def baselines(model, module, device, config, seeds, input_bytes):
+    """Eager and torch.compile timings at PyTorch's default precision (the reward's basis, as in the paper) and, on
+    CUDA, precision-matched with TF32 allowed (suffix _tf32), so that no reader takes TF32 for an optimization."""
+    sets = timing_sets(module, seeds, device, config, input_bytes)
+    precisions = [("", False)] + ([("_tf32", True)] if device == "cuda" else [])
+    result, compiled = {}, {}
+    if config.compiled_baseline:
+        for suffix, allowed in precisions:
+            compiled[suffix] = _compiled(model, sets, device, result, suffix, allowed)
     with timing_lock.exclusive(device):
-        result["eager"] = measure(model, sets, device, config).to_json()
-        if compiled is not None:
-            try:
-                result["compiled"] = measure(compiled, sets, device, config).to_json()
-            except Exception as exc:  # noqa: BLE001
-                result["compiled_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        for suffix, allowed in precisions:
+            with tf32(allowed):
+                result[f"eager{suffix}"] = measure(model, sets, device, config).to_json()
+                if compiled.get(suffix) is not None:
+                    try:
+                        result[f"compiled{suffix}"] = measure(compiled[suffix], sets, device, config).to_json()
+                    except Exception as exc:  # noqa: BLE001
+                        result[f"compiled{suffix}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
     return result, sets
 
 
 # Bumped when the way baselines are measured changes, so that older cache entries are measured again
-# (2: under the host's timing lock, with the timer's own overhead taken as its minimum rather than its median).
-BASELINE_PROTOCOL = 2
+# (2: under the host's timing lock, with the timer's own overhead taken as its minimum rather than its median;
+# 3: precision-matched (TF32) baselines beside PyTorch's defaults on CUDA).
+BASELINE_PROTOCOL = 3
 
 
 def cached_baselines(key, device):
@@ -145,6 +173,7 @@ def main(read_fd, write_fd):
     sets = first = None  # free the timing inputs before the trials, and give their memory to the candidate
     release_memory(device)
     channel.send("ready", **ready)
+    precise = Float64Reference(model, module, device)
     while True:
         msg = channel.recv()
         if msg["kind"] != "check":
@@ -154,9 +183,38 @@ def main(read_fd, write_fd):
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
         got = load_tensors(msg["path"])
         result = compare(expected, got, config.atol, config.rtol).to_json()
+        result.update(precise.errors(msg["seed"], msg.get("sample_seed"), config.sample_elements, expected, got))
         reference = expected = got = None
         release_memory(device)
         channel.send("checked", **result)
+
+
+class Float64Reference:
+    """The problem's model in float64: the solution's error against it, beside the FP32 reference's own, shows the
+    precision a solution gives up (a TF32 GEMM, say). A model that cannot run in float64 reports no such error."""
+
+    def __init__(self, model, module, device):
+        self.model, self.module, self.device = model, module, device
+        self.precise_model, self.failed = None, ""
+
+    def errors(self, seed, sample_seed, sample_elements, expected, got):
+        if self.failed:
+            return {"fp64_error": self.failed}
+        try:
+            if self.precise_model is None:
+                self.precise_model = copy.deepcopy(self.model).double()
+            inputs = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                      for t in make_inputs(self.module, seed, self.device)]
+            with torch.no_grad():
+                precise = select(tensors_of(self.precise_model(*inputs)), sample_seed, sample_elements)
+        except Exception as exc:  # noqa: BLE001 -- float64 is a report, never a verdict
+            self.failed = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
+            self.precise_model = None
+            return {"fp64_error": self.failed}
+        solution_abs, solution_rel = precise_errors(precise, got)
+        reference_abs, _ = precise_errors(precise, expected)
+        return {"max_abs_error_fp64": solution_abs, "max_rel_error_fp64": solution_rel,
+                "reference_abs_error_fp64": reference_abs}
 
 
 if __name__ == "__main__":
