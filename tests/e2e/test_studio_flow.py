@@ -91,7 +91,8 @@ def test_a_heuristic_run_streams_turn_cards_live_and_a_reload_shows_no_gap(page,
         shown = turn_indexes(page)
         assert shown == list(range(1, len(shown) + 1)) and len(shown) >= first
         shot(page, "05-run-reloaded")
-    page.wait_for_function("document.getElementById('run-status').textContent !== 'running'", timeout=300_000)
+    # Predicates as functions: Playwright evaluates a bare expression with eval, which the pages' policy forbids.
+    page.wait_for_function("() => document.getElementById('run-status').textContent !== 'running'", timeout=300_000)
     assert page.inner_text("#run-status") == "succeeded", page.inner_text("#run-error")
     # Every stored turn is shown exactly once, in order, after live streaming and the reload.
     shown = turn_indexes(page)
@@ -128,7 +129,7 @@ def test_edit_and_evaluate_a_kernel_then_keep_it(page, studio, shot):
     page.keyboard.press("Control+End")
     page.keyboard.type("this is not C++;\n")
     page.click("#evaluate")
-    page.wait_for_function("document.getElementById('verdict-status').textContent.startsWith('compile_error')",
+    page.wait_for_function("() => document.getElementById('verdict-status').textContent.startsWith('compile_error')",
                            timeout=180_000)
     broken_line = text_of(page, kernel).splitlines().index("this is not C++;") + 1
     markers = page.evaluate("monaco.editor.getModelMarkers({owner: 'sandbox'}).map(m => [m.resource.path, m.startLineNumber])")
