@@ -9,6 +9,7 @@ import hashlib
 import json
 import platform
 import sys
+import threading
 from contextlib import contextmanager
 
 import torch
@@ -173,7 +174,7 @@ def main(read_fd, write_fd):
     sets = first = None  # free the timing inputs before the trials, and give their memory to the candidate
     release_memory(device)
     channel.send("ready", **ready)
-    precise = Float64Reference(model, module, device)
+    precise = Float64Reference(model, module, device, start["validation_seed"]) if config.precision_check else None
     while True:
         msg = channel.recv()
         if msg["kind"] != "check":
@@ -183,7 +184,8 @@ def main(read_fd, write_fd):
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
         got = load_tensors(msg["path"])
         result = compare(expected, got, config.atol, config.rtol).to_json()
-        result.update(precise.errors(msg["seed"], msg.get("sample_seed"), config.sample_elements, expected, got))
+        if precise is not None and msg.get("precise"):
+            result.update(precise.errors(msg["seed"], msg.get("sample_seed"), config.sample_elements, expected, got))
         reference = expected = got = None
         release_memory(device)
         channel.send("checked", **result)
@@ -191,25 +193,42 @@ def main(read_fd, write_fd):
 
 class Float64Reference:
     """The problem's model in float64: the solution's error against it, beside the FP32 reference's own, shows the
-    precision a solution gives up (a TF32 GEMM, say). A model that cannot run in float64 reports no such error."""
+    precision a solution gives up (a TF32 GEMM, say). A model that cannot run in float64 reports no such error.
 
-    def __init__(self, model, module, device):
-        self.model, self.module, self.device = model, module, device
-        self.precise_model, self.failed = None, ""
+    The copy is made and warmed (its first float64 kernels loaded) in a thread while the candidate loads, so the
+    first trial does not wait for it; it is joined before any check, and long before the candidate is timed."""
 
-    def errors(self, seed, sample_seed, sample_elements, expected, got):
-        if self.failed:
-            return {"fp64_error": self.failed}
+    def __init__(self, model, module, device, warm_seed):
+        self.module, self.device = module, device
+        self.model, self.failed = None, ""
+        self._thread = threading.Thread(target=self._prepare, args=(model, warm_seed), daemon=True)
+        self._thread.start()
+
+    def _inputs(self, seed):
+        return [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                for t in make_inputs(self.module, seed, self.device)]
+
+    def _run(self, seed):
+        with torch.no_grad():
+            return tensors_of(self.model(*self._inputs(seed)))
+
+    def _prepare(self, model, seed):
         try:
-            if self.precise_model is None:
-                self.precise_model = copy.deepcopy(self.model).double()
-            inputs = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-                      for t in make_inputs(self.module, seed, self.device)]
-            with torch.no_grad():
-                precise = select(tensors_of(self.precise_model(*inputs)), sample_seed, sample_elements)
+            self.model = copy.deepcopy(model).double()
+            self._run(seed)
+            synchronize(self.device)
         except Exception as exc:  # noqa: BLE001 -- float64 is a report, never a verdict
             self.failed = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
-            self.precise_model = None
+            self.model = None
+
+    def errors(self, seed, sample_seed, sample_elements, expected, got):
+        self._thread.join()
+        if not self.failed:
+            try:
+                precise = select(self._run(seed), sample_seed, sample_elements)
+            except Exception as exc:  # noqa: BLE001
+                self.failed = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
+        if self.failed:
             return {"fp64_error": self.failed}
         solution_abs, solution_rel = precise_errors(precise, got)
         reference_abs, _ = precise_errors(precise, expected)

@@ -43,7 +43,7 @@ def test_a_tf32_gemm_solution_is_reported_against_precision_matched_baselines(ke
     verdict = run_eval(kernelbench.problem(2, "63_Gemm_ReLU_Divide"), solution,
                        label="2/63_Gemm_ReLU_Divide TF32 pair", trials=2, timeout_s=300)
     assert verdict.status == "ok", f"{verdict.status}: {verdict.log}"
-    assert verdict.eager_tf32_ms and verdict.compiled_tf32_ms
+    assert verdict.eager_tf32_ms  # (the fast protocol of these tests times no torch.compile baseline)
     assert verdict.eager_tf32_ms < verdict.eager_ms  # TF32 matmuls are faster than full FP32 on a Hopper GPU
     assert verdict.speedup_vs_eager_tf32 < verdict.speedup_vs_eager
     assert verdict.speedup_vs_eager_tf32 == pytest.approx(verdict.eager_tf32_ms / verdict.runtime_ms, rel=1e-3)
@@ -51,5 +51,4 @@ def test_a_tf32_gemm_solution_is_reported_against_precision_matched_baselines(ke
     assert verdict.max_abs_error_fp64 > 10 * verdict.reference_abs_error_fp64
     print(f"\n63_Gemm_ReLU_Divide: {verdict.speedup_vs_eager:.2f}x eager ({verdict.eager_ms:.3f} ms), "
           f"{verdict.speedup_vs_eager_tf32:.2f}x TF32-matched eager ({verdict.eager_tf32_ms:.3f} ms), "
-          f"{verdict.speedup_vs_compiled:.2f}x / {verdict.speedup_vs_compiled_tf32:.2f}x compiled; "
           f"error vs float64 {verdict.max_abs_error_fp64:.2e} (FP32 reference {verdict.reference_abs_error_fp64:.2e})")
