@@ -145,10 +145,18 @@ def toolchain(device):
             # Headers only: kernels open cuDNN at run time from the folder of the one torch loaded.
             tc["kernel_flags"] = tc["kernel_flags"] + [f"-I{cudnn}"]
     else:
+        try:  # OpenBLAS for GEMMs: <cblas.h> declares its functions prefixed (scipy_cblas_sgemm)
+            import scipy_openblas32 as blas
+        except ImportError:
+            raise BuildError("the CPU target links OpenBLAS from the scipy-openblas32 wheel, which is not installed: "
+                             "pip install scipy-openblas32 (a dependency of kernel-studio)") from None
         # No errno from libm: lets the vectorizer call glibc's SIMD math (expf, logf, ...) in omp simd loops.
         tc.update(kernel_flags=["-O3", "-std=c++17", "-fPIC", "-march=native", "-fopenmp", "-fno-math-errno",
-                                "-fno-trapping-math", "-Ikernels"])
-        tc["ldflags"] = ldflags + ["-fopenmp"]
+                                "-fno-trapping-math", "-Ikernels", f"-I{blas.get_include_dir()}"],
+                  blas=f"scipy-openblas32 {blas.__version__}")
+        # The rpath lets a jailed solution find OpenBLAS: it sees the Python installation and its packages.
+        tc["ldflags"] = ldflags + ["-fopenmp", f"-L{blas.get_lib_dir()}", f"-Wl,-rpath,{blas.get_lib_dir()}",
+                                   f"-l{blas.get_library()}"]
     return tc
 
 

@@ -1,13 +1,15 @@
 """The native workspace form on the CPU target: a stable-ABI binding that builds in about a second, the
-content-hash cache, a classic torch/extension.h binding through the precompiled header, compiler errors."""
+content-hash cache, a classic torch/extension.h binding through the precompiled header, compiler errors, OpenBLAS."""
 import os
 import stat
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from sandbox.errors import BuildError
-from sandbox.native.build import build_workspace, workspace_key
+from sandbox.native.build import build_workspace, toolchain, workspace_key
 
 
 def test_stable_abi_workspace_builds_and_is_cached(files, sources, ks_cache_dir):
@@ -108,3 +110,74 @@ def test_classic_binding_through_the_precompiled_header(run_eval, files, element
     t0 = time.perf_counter()
     again = build_workspace(workspace, "cpu")
     assert again.cached is True and time.perf_counter() - t0 < 1.0
+
+
+# LINEAR_RELU's GEMM through OpenBLAS, as the heuristic's CPU kernels call it: <cblas.h> of the scipy-openblas32 wheel.
+BLAS_WORKSPACE = {
+    "kernels/linear_relu.cpp": '''
+        #include <cblas.h>
+        #include <cstdint>
+
+        void linear_relu_forward(const float* x, const float* w, const float* b, float* out, int64_t m, int64_t n,
+                                 int64_t k) {
+            scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
+            for (int64_t i = 0; i < m * n; ++i) out[i] = out[i] + b[i % n] > 0.0f ? out[i] + b[i % n] : 0.0f;
+        }
+        ''',
+    "binding.cpp": '''
+        #include <torch/csrc/stable/library.h>
+        #include <torch/csrc/stable/tensor.h>
+        #include <torch/csrc/stable/ops.h>
+
+        using torch::stable::Tensor;
+
+        void linear_relu_forward(const float* x, const float* w, const float* b, float* out, int64_t m, int64_t n,
+                                 int64_t k);
+
+        Tensor linear_relu(Tensor x, Tensor w, Tensor b) {
+            Tensor out = torch::stable::new_empty(x, {x.size(0), w.size(0)});
+            linear_relu_forward(reinterpret_cast<const float*>(x.data_ptr()), reinterpret_cast<const float*>(w.data_ptr()),
+                                reinterpret_cast<const float*>(b.data_ptr()), reinterpret_cast<float*>(out.data_ptr()),
+                                x.size(0), w.size(0), x.size(1));
+            return out;
+        }
+
+        STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("linear_relu(Tensor x, Tensor w, Tensor b) -> Tensor"); }
+        STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("linear_relu", TORCH_BOX(&linear_relu)); }
+        ''',
+    "model_new.py": '''
+        import torch.nn as nn
+
+        from sandbox.native import load_extension
+
+        ext = load_extension(__file__)
+
+
+        class ModelNew(nn.Module):
+            def __init__(self, in_features, out_features):
+                super().__init__()
+                self.linear = nn.Linear(in_features, out_features)
+
+            def forward(self, x):
+                return ext.linear_relu(x.contiguous(), self.linear.weight, self.linear.bias)
+        ''',
+}
+
+
+def test_cpu_kernels_call_openblas_from_the_wheel_which_a_jailed_solution_loads(run_eval, files, linear_relu):
+    import scipy_openblas32
+    workspace = files.workspace(BLAS_WORKSPACE)
+    v = run_eval(linear_relu, workspace)
+    assert v.status == "ok" and v.correct, (v.status, v.log[-3000:])
+    library = build_workspace(workspace, "cpu").library
+    linked = subprocess.run(["ldd", library], capture_output=True, text=True, check=True).stdout
+    blas = next(line for line in linked.splitlines() if "libscipy_openblas" in line)
+    assert str(Path(scipy_openblas32.get_lib_dir()).resolve()) in blas, linked
+
+
+def test_the_openblas_flags_are_part_of_the_cpu_build_key():
+    import scipy_openblas32
+    tc = toolchain("cpu")
+    assert f"-I{scipy_openblas32.get_include_dir()}" in tc["kernel_flags"]
+    assert f"-Wl,-rpath,{scipy_openblas32.get_lib_dir()}" in tc["ldflags"] and "-lscipy_openblas" in tc["ldflags"]
+    assert scipy_openblas32.__version__ in tc["blas"]
