@@ -11,6 +11,7 @@ from rq.worker import Worker as RQWorker
 from sandbox import isolation
 from sandbox import settings as sandbox_settings
 from studio.lib import processes, scratch
+from training.evaluation.queues import process_alive
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +20,14 @@ class Worker(RQWorker):
     """Each job's work horse gets a scratch folder as its TMPDIR. The worker is a child subreaper: what the horse
     started in sessions of their own (jails, builds) and left behind when it died is handed to the worker, which
     ends it once the horse is gone; then the scratch folder and the jails' stale private folders are removed."""
+
+    def register_birth(self):
+        # A worker started again under its name (by gpuworkers' supervisor) takes over the registration its dead
+        # predecessor on this host left: RQ would refuse the name until that expired, for up to 8 minutes.
+        old = self.find_by_key(self.key, connection=self.connection)
+        if old is not None and old.hostname == self.hostname and old.pid and not process_alive(old.pid):
+            old.register_death()
+        super().register_birth()
 
     def work(self, *args, **kwargs):
         processes.become_subreaper()

@@ -1,5 +1,5 @@
-"""manage.py gpuworkers: one real RQ worker per GPU, each seeing only its own GPU, stopped together; and the
-container health check that counts them."""
+"""manage.py gpuworkers: one real RQ worker per GPU, each seeing only its own GPU, started again when it dies,
+stopped together; and the container health check that counts them."""
 import os
 import signal
 import subprocess
@@ -73,12 +73,24 @@ def test_each_worker_sees_only_its_own_gpu_and_sigterm_stops_them_all(gpu_worker
     assert psutil.wait_procs(children, timeout=10)[1] == []
 
 
-def test_a_dead_worker_takes_the_others_down_so_the_container_restarts(gpu_workers):
+def test_a_dead_worker_is_started_again_under_its_name_while_the_others_keep_running(gpu_workers):
+    names = sorted(worker.name for worker in Worker.all(connection=gpu_workers.connection))
+    dead, alive = psutil.Process(gpu_workers.pid).children()
+    dead.kill()
+    dead.wait(10)
+
+    def registered():
+        workers = Worker.all(connection=gpu_workers.connection)
+        return sorted(w.name for w in workers if w.pid != dead.pid and psutil.pid_exists(w.pid))
+    deadline = time.monotonic() + 90
+    while registered() != names:  # its dead registration is taken over, not waited out
+        assert gpu_workers.poll() is None and time.monotonic() < deadline, registered()
+        time.sleep(0.3)
     children = psutil.Process(gpu_workers.pid).children()
-    children[0].kill()
+    assert alive in children and dead not in children and len(children) == 2
+    gpu_workers.send_signal(signal.SIGTERM)
     output, _ = gpu_workers.communicate(timeout=60)
-    assert gpu_workers.returncode != 0
-    assert "stopped; stopping the others" in output
+    assert gpu_workers.returncode == 0, output
     assert psutil.wait_procs(children, timeout=10)[1] == []
 
 

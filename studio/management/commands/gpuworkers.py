@@ -1,19 +1,20 @@
-"""`manage.py gpuworkers [QUEUE ...] [--gpus 0,1]`: one RQ worker per GPU, each seeing only its own, stopped together.
+"""`manage.py gpuworkers [QUEUE ...] [--gpus 0,1]`: one RQ worker per GPU, each seeing only its own, each started
+again when it dies (studio.supervisor), all stopped together.
 
 Every worker serves the QUEUEs in the order given (RQ takes the first that holds a job): `gpuworkers gpu` for users'
 GPU jobs (the default), `gpuworkers staff-gpu gpu` for staff GPU workers that help users while no staff job waits
 (studio/queues.py says why users' workers never take staff jobs)."""
 
-import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 
 from django.conf import settings
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 
-from studio.management.commands.runstudio import Command as RunStudio
+from studio.supervisor import Supervisor
 
 
 def visible_gpus() -> list[tuple[str, str]]:
@@ -37,10 +38,9 @@ def parse_gpus(text: str) -> list[tuple[str, str]]:
     return [(item if item.isdigit() else str(position), item) for position, item in enumerate(items)]
 
 
-class Command(RunStudio):
-    help = "Run one RQ worker per GPU, CUDA_VISIBLE_DEVICES set to that GPU alone, until one of them stops."
-    # Only supervise() is shared with runstudio; the database and Redis are up before workers start.
-    requires_system_checks = "__all__"
+class Command(BaseCommand):
+    help = ("Run one RQ worker per GPU, CUDA_VISIBLE_DEVICES set to that GPU alone; a worker that dies is started "
+            "again while the others keep running, until SIGTERM or Ctrl-C.")
 
     def add_arguments(self, parser):
         parser.add_argument("queues", nargs="*", help="queues every worker serves, first first (default: gpu; staff "
@@ -55,18 +55,22 @@ class Command(RunStudio):
         devices = parse_gpus(gpus) if gpus else visible_gpus()
         if not devices:
             raise CommandError("nvidia-smi lists no GPU: give this container GPUs or name them with --gpus")
-        self.supervise(self.start_workers(devices, queues))
+        supervisor = Supervisor(self.commands(devices, queues), cwd=settings.BASE_DIR)
+        signal.signal(signal.SIGINT, lambda signum, frame: supervisor.stop(signum))
+        signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.stop(signum))
+        supervisor.run()
 
-    def start_workers(self, devices, queues) -> dict[str, subprocess.Popen]:
+    def commands(self, devices, queues) -> dict[str, list[str]]:
         host = socket.gethostname()
-        children = {}
+        commands = {}
         for label, device in devices:
-            # A UUID names the GPU whatever the CUDA enumeration order; the suffix keeps a restarted worker
-            # from being refused while the registration of the one it replaces has not expired.
+            # A UUID names the GPU whatever the CUDA enumeration order; the suffix keeps a new gpuworkers from being
+            # refused while the registrations of the workers it replaces have not expired (a worker started again
+            # takes over its own dead registration: studio.workers).
             name = f"{host}-gpu{label}-{secrets.token_hex(3)}"
-            command = [sys.executable, "manage.py", "rqworker", *queues, "--name", name]
-            env = {**os.environ, "CUDA_VISIBLE_DEVICES": device}
-            children[name] = subprocess.Popen(command, cwd=settings.BASE_DIR, env=env, start_new_session=True)
+            # `env` gives the worker its GPU and becomes it: the supervisor starts every child in one environment.
+            commands[name] = ["env", f"CUDA_VISIBLE_DEVICES={device}", sys.executable, "manage.py", "rqworker",
+                              *queues, "--name", name]
             self.stdout.write(f"{name}: rqworker {' '.join(queues)} on GPU {device}")
         self.stdout.flush()
-        return children
+        return commands
