@@ -215,6 +215,8 @@ def ensure_pch(device):
 def _open_up(path):
     """Cache entries are read by jailed, unprivileged uids: world-readable, never world-writable."""
     root = settings.cache_dir()
+    if root not in Path(path).parents:
+        return  # a build of the process's own (solution code building in its jail): nobody else reads it
     for parent in [root, *[p for p in Path(path).parents if root in p.parents]]:
         os.chmod(parent, 0o755)
     for dirpath, dirnames, filenames in os.walk(path):

@@ -213,3 +213,15 @@ def test_without_cgroups_the_jail_says_why_and_falls_back_to_rlimits(probe, monk
         cgroups.hierarchy.cache_clear()
     assert cgroups.available()[0]
     assert resource.RLIM_INFINITY == -1
+
+
+def test_an_exported_solution_builds_its_workspace_inside_its_own_jail(run_eval, files):
+    # A KernelBench-style solution.py that builds its sources at import (agent.workspace.solution_source) finds no
+    # writable build cache in its jail (only its evaluation's own build folder is there, read-only): it builds into
+    # its private folder instead.
+    from agent.workspace import solution_source
+    reference = PACKAGE_ROOT / "agent" / "reference" / "cpu_add_relu"
+    sources = {str(p.relative_to(reference)): p.read_text() for p in reference.rglob("*")
+               if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts}
+    v = run_eval(reference / "problem.py", files.solution(solution_source(sources), "exported.py"))
+    assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])
