@@ -1,40 +1,11 @@
 """Plan -> native workspace files (binding.cpp with the stable ABI, kernels/, model_new.py) for CUDA or C++."""
 import math
 
+from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
+from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, offset, op_function, template
+from agent.heuristic.gemm import HEADERS as GEMM_HEADERS, cpp_gemm
+
 HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
-
-
-def _offset(op_shape, out_shape, index="i"):
-    """C expression of the element of an operand broadcast to OUT_SHAPE that goes with flat output INDEX."""
-    if list(op_shape) == list(out_shape):
-        return index
-    if math.prod(op_shape) == 1:
-        return "0"
-    shape = [1] * (len(out_shape) - len(op_shape)) + list(op_shape)
-    terms, stride = [], 1
-    strides = []
-    for size in reversed(shape):
-        strides.append(stride)
-        stride *= size
-    strides.reverse()
-    inner = 1
-    inners = []
-    for size in reversed(out_shape):
-        inners.append(inner)
-        inner *= size
-    inners.reverse()
-    for d, (size, out_size) in enumerate(zip(shape, out_shape)):
-        if size == 1:
-            continue
-        coord = f"(({index} / {inners[d]}LL) % {out_size}LL)" if d else f"({index} / {inners[d]}LL)"
-        terms.append(f"{coord} * {strides[d]}LL" if strides[d] != 1 else coord)
-    return " + ".join(terms) or "0"
-
-
-def _op_function(name, params, body, result="result", qualifier=""):
-    args = ", ".join(f"float {p}" for p in params)
-    lines = "\n".join("    " + line for line in body)
-    return f"{qualifier}float {name}({args}) {{\n{lines}\n    return {result};\n}}\n"
 
 
 def _vectorizable(plan):
@@ -92,9 +63,9 @@ template <typename T, typename F> __device__ T block_reduce(T v, F f) {
 
 def cuda_elementwise(plan, block):
     names = [o.name for o in plan.operands]
-    loads = ", ".join(f"{o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
+    loads = ", ".join(f"{o.name}[{offset(o.shape, plan.out_shape)}]" for o in plan.operands)
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
-    src = CUDA_PRELUDE.format(block=block) + _op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body,
+    src = CUDA_PRELUDE.format(block=block) + op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body,
                                                           qualifier="__device__ __forceinline__ ")
     src += f"""
 __global__ void fused_kernel({ptrs}float* __restrict__ out, int64_t n) {{
@@ -187,8 +158,8 @@ def _batch_norm_index(plan, row, r):
 
 def cpp_batch_norm(plan):
     x = plan.main.name
-    src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
-    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="static inline ")
+    src = CPP_PRELUDE + op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
+    src += op_function("epi_op", ["ROW"], plan.body, qualifier="static inline ")
     ptrs, update, running_stats, scale = _batch_norm_parts(plan, "c")
     n, at = plan.reduce, _batch_norm_index(plan, "c", "r")
     batch = f"""double sum = 0, sq = 0;
@@ -218,8 +189,8 @@ void run_fused(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, int
 def cuda_batch_norm(plan, block):
     x = plan.main.name
     src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
-    src += _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "__device__ __forceinline__ ")
-    src += _op_function("epi_op", ["ROW"], plan.body, qualifier="__device__ __forceinline__ ")
+    src += op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "__device__ __forceinline__ ")
+    src += op_function("epi_op", ["ROW"], plan.body, qualifier="__device__ __forceinline__ ")
     ptrs, update, running_stats, scale = _batch_norm_parts(plan, "c")
     n, at = plan.reduce, _batch_norm_index(plan, "c", "r")
     names = "".join(f", {o.name}" for o in plan.affine + plan.running)
@@ -257,10 +228,10 @@ def cuda_rowwise(plan, block):
     index = _affine_index(plan, "row")
     affine = [o.name for o in plan.affine]
     src = CUDA_PRELUDE.format(block=block) + WARP_REDUCE
-    src += _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", "__device__ __forceinline__ ")
+    src += op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", "__device__ __forceinline__ ")
     x = plan.main.name
     epi_params = ["ROW"] + (["LOAD_" + x] if plan.normalize else [])
-    src += _op_function("epi_op", epi_params, plan.body, qualifier="__device__ __forceinline__ ")
+    src += op_function("epi_op", epi_params, plan.body, qualifier="__device__ __forceinline__ ")
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     if plan.inner > 1:
         # One thread per (outer, inner) position, its row strided by `inner` (adjacent threads read adjacent
@@ -365,7 +336,7 @@ def cuda_gemm(plan, block):
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
     params = ["acc"] + [f"LOAD_{n}" for n in names]
     src = CUDA_PRELUDE.format(block=block) + "#include <cublas_v2.h>\n#include <stdexcept>\n#include <string>\n"
-    src += _op_function("epi_op", params, plan.body, qualifier="__device__ __forceinline__ ")
+    src += op_function("epi_op", params, plan.body, qualifier="__device__ __forceinline__ ")
     trivial = plan.body == ["const float result = acc;"]
     m, n, k = plan.m, plan.n, plan.k
     # TF32 keeps a GEMM's own outputs within 1e-2 of PyTorch's FP32, but a later sum over thousands of them adds
@@ -430,7 +401,7 @@ def cuda_conv(plan, block):
     """cuDNN's convolution (or, for ConvTranspose, its data gradient, which is the same arithmetic) with the algorithm
     its heuristics rank first, chosen once per process, then one epilogue kernel for the bias and what follows."""
     names = [o.name for o in plan.operands]
-    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape)}]" for o in plan.operands)
+    loads = "".join(f", {o.name}[{offset(o.shape, plan.out_shape)}]" for o in plan.operands)
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
     ins, ws, outs, stride, padding, dilation = _conv_geometry(plan)
     nd, spatial = len(ins), len(ins) - 2
@@ -465,7 +436,7 @@ def cuda_conv(plan, block):
     trivial = plan.body == ["const float result = acc;"]
     total = math.prod(plan.out_shape)
     src = CUDA_PRELUDE.format(block=block) + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <stdexcept>\n#include <string>\n"
-    src += _op_function("epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ ")
+    src += op_function("epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ ")
     src += f"""
 __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t n) {{
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
@@ -584,51 +555,6 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
 # ----------------------------------------------------------------------------------------------------------
 # C++ (the CPU target)
 # ----------------------------------------------------------------------------------------------------------
-PARALLEL_ELEMENTS = 1 << 16
-PARALLEL_FLOPS = 1 << 22
-CPP_PRELUDE = r"""#include <cstdint>
-#include <cmath>
-#include <cstring>
-#include <algorithm>
-// Branch-free float math, so that `omp simd` loops vectorize instead of calling scalar libm per element.
-// Clamps as comparisons: std::fmin/fmax keep NaN semantics and become libm calls the vectorizer cannot use.
-static inline float ks_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
-static inline float ks_expf(float x) {
-    x = ks_clamp(x, -87.0f, 88.0f);
-    const float k = std::floor(x * 1.44269504088896341f + 0.5f);
-    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const int32_t bits = ((int32_t)k + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-static inline float ks_erff(float x) {
-    // Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7.
-    const float a = std::fabs(x);
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    const float y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t - 0.284496736f) * t
-                            + 0.254829592f) * t * ks_expf(-a * a);
-    return x < 0.0f ? -y : y;
-}
-static inline float ks_tanhf(float x) {
-    const float e = ks_expf(2.0f * ks_clamp(x, -15.0f, 15.0f));
-    return (e - 1.0f) / (e + 1.0f);
-}
-static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-static inline float ks_fmax(float a, float b) { return a > b ? a : b; }
-static inline float ks_fmin(float a, float b) { return a < b ? a : b; }
-#define fmaxf(a, b) ks_fmax(a, b)
-#define fminf(a, b) ks_fmin(a, b)
-#define expf(x) ks_expf(x)
-#define erff(x) ks_erff(x)
-#define tanhf(x) ks_tanhf(x)
-"""
-
-
 def _inner_extent(plan):
     """The longest run of trailing output dims along which every operand is either contiguous and full, or
     constant: the inner loop over it vectorizes, with broadcast operands read once per outer step."""
@@ -667,16 +593,16 @@ def cpp_elementwise(plan):
     setup, args = [], []
     for o, kind in zip(plan.operands, kinds):
         if kind == "full":
-            setup.append(f"const float* p_{o.name} = {o.name} + ({_offset(o.shape, plan.out_shape, 'base')});")
+            setup.append(f"const float* p_{o.name} = {o.name} + ({offset(o.shape, plan.out_shape, 'base')});")
             args.append(f"p_{o.name}[j]")
         elif kind == "const":
-            setup.append(f"const float s_{o.name} = {o.name}[{_offset(o.shape, plan.out_shape, 'base')}];")
+            setup.append(f"const float s_{o.name} = {o.name}[{offset(o.shape, plan.out_shape, 'base')}];")
             args.append(f"s_{o.name}")
         else:
-            args.append(f"{o.name}[{_offset(o.shape, plan.out_shape, '(base + j)')}]")
+            args.append(f"{o.name}[{offset(o.shape, plan.out_shape, '(base + j)')}]")
     setup_text = "\n        ".join(setup)
     chunk = min(inner, 8192)
-    return CPP_PRELUDE + _op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ") + f"""
+    return CPP_PRELUDE + op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ") + f"""
 void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
     // {n // inner} outer step(s) of {inner} contiguous elements, cut in chunks of {chunk} for the threads.
     const int64_t inner = {inner}LL, chunks = {(inner + chunk - 1) // chunk}LL;
@@ -699,8 +625,8 @@ def cpp_rowwise(plan):
     op, x = _norm_op(plan), plan.main.name
     index = _affine_index(plan, "o")
     affine = [o.name for o in plan.affine]
-    src = CPP_PRELUDE + _op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
-    src += _op_function("epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body,
+    src = CPP_PRELUDE + op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
+    src += op_function("epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body,
                         qualifier="static inline ")
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     R, inner = plan.reduce, plan.inner
@@ -781,134 +707,6 @@ void run_fused(const float* __restrict__ {x}{affine_ptrs}, float* __restrict__ o
 """
 
 
-def cpp_gemm(plan):
-    names = [o.name for o in plan.operands]
-    loads = "".join(f", {o.name}[{'0' if math.prod(o.shape) == 1 else 'j'}]" for o in plan.operands)
-    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
-    m, n, k = plan.m, plan.n, plan.k
-    src = CPP_PRELUDE + _op_function("epi_op", ["acc"] + [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
-    if plan.transposed_b:
-        inner = f"""const float* a = x + i * {k}LL; const float* b = w + j * {k}LL;
-                float p[8] = {{0, 0, 0, 0, 0, 0, 0, 0}};
-                int64_t t = 0;
-                for (; t + 8 <= {k}LL; t += 8) for (int u = 0; u < 8; ++u) p[u] += a[t + u] * b[t + u];
-                float acc = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-                for (; t < {k}LL; ++t) acc += a[t] * b[t];
-                y[j] = epi_op(acc{loads});"""
-        return src + f"""
-void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
-    #pragma omp parallel for schedule(static) if({int(plan.batch * m * n * k >= PARALLEL_FLOPS)})
-    for (int64_t i = 0; i < {plan.batch * m}LL; ++i) {{
-        float* y = out + i * {n}LL;
-        for (int64_t j = 0; j < {n}LL; ++j) {{
-                {inner}
-        }}
-    }}
-}}
-"""
-    return src + f"""
-void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
-    #pragma omp parallel for schedule(static) if({int(plan.batch * m * n * k >= PARALLEL_FLOPS)})
-    for (int64_t bi = 0; bi < {plan.batch * m}LL; ++bi) {{
-        const int64_t b = bi / {m}LL;
-        const float* a = x + bi * {k}LL;
-        const float* wb = w + b * {k * n}LL;
-        float* y = out + bi * {n}LL;
-        for (int64_t j = 0; j < {n}LL; ++j) y[j] = 0.f;
-        for (int64_t t = 0; t < {k}LL; ++t) {{
-            const float at = a[t];
-            const float* row = wb + t * {n}LL;
-            for (int64_t j = 0; j < {n}LL; ++j) y[j] += at * row[j];
-        }}
-        for (int64_t j = 0; j < {n}LL; ++j) y[j] = epi_op(y[j]{loads});
-    }}
-}}
-"""
-
-
-def cpp_conv(plan):
-    """A direct convolution over up to three spatial dims (fewer are padded with dims of size 1), the epilogue
-    applied as each output row is finished. ConvTranspose gathers: each output reads the inputs that reach it."""
-    c = plan.conv
-    pad = 3 - c["dims"]
-    ins = c["in_shape"][:2] + [1] * pad + c["in_shape"][2:]
-    ws = c["w_shape"][:2] + [1] * pad + c["w_shape"][2:]
-    outs = c["conv_shape"][:2] + [1] * pad + c["conv_shape"][2:]
-    stride, dilation = ([1] * pad + c[k] for k in ("stride", "dilation"))
-    padding = [0] * pad + c["padding"]
-    names = [o.name for o in plan.operands]
-    ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
-    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape, '(row + ow)')}]" for o in plan.operands)
-    n, cin, d_in, h_in, w_in = ins
-    _, cout, d_out, h_out, w_out = outs
-    g = c["groups"]
-    cin_g, cout_g = cin // g, cout // g
-    kd, kh, kw = ws[2:]
-    sd, sh, sw = stride
-    pd, ph, pw = padding
-    dd, dh, dw = dilation
-    if c["transposed"]:
-        # weight [Cin, Cout/g, kd, kh, kw]; out o = i * s - p + k * d  =>  i = (o + p - k * d) / s when exact.
-        body = f"""for (int64_t ic = g * {cin_g}; ic < (g + 1) * {cin_g}; ++ic) {{
-                    const float* wk = w + (ic * {cout_g} + ocg) * {kd * kh * kw}LL;
-                    const float* xc = x + (b * {cin} + ic) * {d_in * h_in * w_in}LL;
-                    for (int64_t a = 0; a < {kd}; ++a) {{
-                        const int64_t td = od + {pd} - a * {dd}; if (td < 0 || td % {sd} || td / {sd} >= {d_in}) continue;
-                        for (int64_t bb = 0; bb < {kh}; ++bb) {{
-                            const int64_t th = oh + {ph} - bb * {dh}; if (th < 0 || th % {sh} || th / {sh} >= {h_in}) continue;
-                            const float* xr = xc + ((td / {sd}) * {h_in} + th / {sh}) * {w_in}LL;
-                            const float* wr = wk + (a * {kh} + bb) * {kw}LL;
-                            for (int64_t cc = 0; cc < {kw}; ++cc) {{
-                                const float wv = wr[cc];
-                                for (int64_t ow = 0; ow < {w_out}; ++ow) {{
-                                    const int64_t tw = ow + {pw} - cc * {dw};
-                                    if (tw >= 0 && tw % {sw} == 0 && tw / {sw} < {w_in}) acc[ow] += xr[tw / {sw}] * wv;
-                                }}
-                            }}
-                        }}
-                    }}
-                }}"""
-    else:
-        # weight [Cout, Cin/g, kd, kh, kw]; in i = o * s - p + k * d.
-        body = f"""for (int64_t icg = 0; icg < {cin_g}; ++icg) {{
-                    const float* wk = w + (oc * {cin_g} + icg) * {kd * kh * kw}LL;
-                    const float* xc = x + (b * {cin} + g * {cin_g} + icg) * {d_in * h_in * w_in}LL;
-                    for (int64_t a = 0; a < {kd}; ++a) {{
-                        const int64_t id = od * {sd} - {pd} + a * {dd}; if (id < 0 || id >= {d_in}) continue;
-                        for (int64_t bb = 0; bb < {kh}; ++bb) {{
-                            const int64_t ih = oh * {sh} - {ph} + bb * {dh}; if (ih < 0 || ih >= {h_in}) continue;
-                            const float* xr = xc + (id * {h_in} + ih) * {w_in}LL;
-                            const float* wr = wk + (a * {kh} + bb) * {kw}LL;
-                            for (int64_t cc = 0; cc < {kw}; ++cc) {{
-                                const float wv = wr[cc];
-                                const int64_t lo = std::max<int64_t>(0, ({pw} - cc * {dw} + {sw} - 1) / {sw});
-                                const int64_t top = {w_in} - 1 + {pw} - cc * {dw};
-                                const int64_t hi = top < 0 ? 0 : std::min<int64_t>({w_out}, top / {sw} + 1);
-                                #pragma omp simd
-                                for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += xr[ow * {sw} - {pw} + cc * {dw}] * wv;
-                            }}
-                        }}
-                    }}
-                }}"""
-    flops = n * cout * d_out * h_out * w_out * cin_g * kd * kh * kw
-    src = CPP_PRELUDE + _op_function("epi_op", ["acc"] + [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
-    return src + f"""
-void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
-    // One task per output row (batch, channel, depth, height); the row's {w_out} outputs accumulate in registers.
-    #pragma omp parallel for schedule(static) if({int(flops >= PARALLEL_FLOPS)})
-    for (int64_t r = 0; r < {n * cout * d_out * h_out}LL; ++r) {{
-        const int64_t oh = r % {h_out}, od = (r / {h_out}) % {d_out}, oc = (r / {h_out * d_out}) % {cout};
-        const int64_t b = r / {h_out * d_out * cout}, g = oc / {cout_g}, ocg = oc % {cout_g};
-        (void)ocg; (void)g;
-        float acc[{w_out}] = {{}};
-        {body}
-        const int64_t row = r * {w_out}LL;
-        for (int64_t ow = 0; ow < {w_out}; ++ow) out[row + ow] = epi_op(acc[ow]{loads});
-    }}
-}}
-"""
-
-
 def _pool_geometry(plan):
     """The pool's shapes and window padded to three spatial dims (missing ones of size 1)."""
     p = plan.pool
@@ -945,9 +743,9 @@ def _pool_body(plan):
 
 def _pool_functions(plan, qualifier):
     names = [o.name for o in plan.operands]
-    src = _op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", qualifier)
-    src += _op_function("epi_op", ["POOL"] + [f"LOAD_{n}" for n in names], plan.body, qualifier=qualifier)
-    loads = "".join(f", {o.name}[{_offset(o.shape, plan.out_shape, 'i')}]" for o in plan.operands)
+    src = op_function("pre_op", ["LOAD_" + plan.main.name], plan.prologue, "pre", qualifier)
+    src += op_function("epi_op", ["POOL"] + [f"LOAD_{n}" for n in names], plan.body, qualifier=qualifier)
+    loads = "".join(f", {o.name}[{offset(o.shape, plan.out_shape, 'i')}]" for o in plan.operands)
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
     return src, loads, ptrs
 
@@ -1192,5 +990,10 @@ def workspace_files(plan, device, problem_source, block=256):
         sources = [kernel[stage.kind](stage) for stage in [plan] + plan.tails]
         prelude, name = CPP_PRELUDE, "kernels/fused.cpp"
     source = _chained(sources, prelude) if plan.tails else sources[0]
-    return {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
-            "model_new.py": model_new(plan, problem_source, device)}
+    files = {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
+             "model_new.py": model_new(plan, problem_source, device)}
+    if device == "cpu":  # the library kernels' headers, included by name (kernels/ is on the include path)
+        families = {"gemm": GEMM_HEADERS, "conv": CONV_HEADERS}
+        for header in {h for stage in [plan] + plan.tails for h in families.get(stage.kind, ())}:
+            files[f"kernels/{header}"] = template(header)
+    return files

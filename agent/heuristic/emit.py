@@ -1,0 +1,115 @@
+"""C building blocks the kernel families share: broadcast offsets, op functions, the C++ prelude, template files."""
+import functools
+import math
+from pathlib import Path
+
+
+def offset(op_shape, out_shape, index="i"):
+    """C expression of the element of an operand broadcast to OUT_SHAPE that goes with flat output INDEX."""
+    if list(op_shape) == list(out_shape):
+        return index
+    if math.prod(op_shape) == 1:
+        return "0"
+    shape = [1] * (len(out_shape) - len(op_shape)) + list(op_shape)
+    terms, stride = [], 1
+    strides = []
+    for size in reversed(shape):
+        strides.append(stride)
+        stride *= size
+    strides.reverse()
+    inner = 1
+    inners = []
+    for size in reversed(out_shape):
+        inners.append(inner)
+        inner *= size
+    inners.reverse()
+    for d, (size, out_size) in enumerate(zip(shape, out_shape)):
+        if size == 1:
+            continue
+        coord = f"(({index} / {inners[d]}LL) % {out_size}LL)" if d else f"({index} / {inners[d]}LL)"
+        terms.append(f"{coord} * {strides[d]}LL" if strides[d] != 1 else coord)
+    return " + ".join(terms) or "0"
+
+
+def op_function(name, params, body, result="result", qualifier=""):
+    args = ", ".join(f"float {p}" for p in params)
+    lines = "\n".join("    " + line for line in body)
+    return f"{qualifier}float {name}({args}) {{\n{lines}\n    return {result};\n}}\n"
+
+
+@functools.lru_cache(maxsize=None)
+def template(name):
+    """The text of a C++ template file of this folder (e.g. gemm.cpp): real sources an editor highlights."""
+    return Path(__file__).with_name(name).read_text()
+
+
+PARALLEL_ELEMENTS = 1 << 16
+PARALLEL_FLOPS = 1 << 22
+CPP_PRELUDE = r"""#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <algorithm>
+// Branch-free float math, so that `omp simd` loops vectorize instead of calling scalar libm per element.
+// Clamps as comparisons: std::fmin/fmax keep NaN semantics and become libm calls the vectorizer cannot use.
+static inline float ks_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+static inline float ks_expf(float x) {
+    x = ks_clamp(x, -87.0f, 88.0f);
+    const float k = std::floor(x * 1.44269504088896341f + 0.5f);
+    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)k + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+static inline float ks_erff(float x) {
+    // Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7.
+    const float a = std::fabs(x);
+    const float t = 1.0f / (1.0f + 0.3275911f * a);
+    const float y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t - 0.284496736f) * t
+                            + 0.254829592f) * t * ks_expf(-a * a);
+    return x < 0.0f ? -y : y;
+}
+static inline float ks_tanhf(float x) {
+    const float e = ks_expf(2.0f * ks_clamp(x, -15.0f, 15.0f));
+    return (e - 1.0f) / (e + 1.0f);
+}
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline float ks_fmax(float a, float b) { return a > b ? a : b; }
+static inline float ks_fmin(float a, float b) { return a < b ? a : b; }
+#define fmaxf(a, b) ks_fmax(a, b)
+#define fminf(a, b) ks_fmin(a, b)
+#define expf(x) ks_expf(x)
+#define erff(x) ks_erff(x)
+#define tanhf(x) ks_tanhf(x)
+"""
+
+
+def row_epilogue(operands, out_shape, inner, body):
+    """A C++ lambda (row, j0, j1) finishing elements [j0, j1) of row `row` of `out`, seen as [numel / INNER, INNER],
+    with epi_op(acc, LOAD_<operand>...) made of BODY (defined before it, in the kernel's file). An operand constant
+    along the row is read once per row, one contiguous along it through a pointer, any other through its offset."""
+    if body == ["const float result = acc;"]:
+        return "[](int64_t, int64_t, int64_t) {}"
+    lead = next(d for d in range(len(out_shape) + 1) if math.prod(out_shape[d:]) == inner)
+    setup, args = [], []
+    for o in operands:
+        shape = [1] * (len(out_shape) - len(o.shape)) + list(o.shape)
+        if shape[lead:] == list(out_shape[lead:]):
+            setup.append(f"const float* __restrict__ p_{o.name} = {o.name} + ({offset(o.shape, out_shape, 'base')});")
+            args.append(f"p_{o.name}[j]")
+        elif all(size == 1 for size in shape[lead:]):
+            setup.append(f"const float s_{o.name} = {o.name}[{offset(o.shape, out_shape, 'base')}];")
+            args.append(f"s_{o.name}")
+        else:
+            args.append(f"{o.name}[{offset(o.shape, out_shape, '(base + j)')}]")
+    lines = "".join(f"\n        {line}" for line in setup)
+    return f"""[&](int64_t row, int64_t j0, int64_t j1) {{
+        const int64_t base = row * {inner}LL;
+        float* __restrict__ y = out + base;{lines}
+        #pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) y[j] = epi_op(y[j]{"".join(", " + a for a in args)});
+    }}"""
