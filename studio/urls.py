@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from studio import benchmarks, datasets, edits, staff, training_runs, views
+from studio import benchmarks, datasets, edits, liveness, staff, training_runs, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -23,6 +23,7 @@ urlpatterns = [
     path("evaluations/<int:pk>/keep", edits.evaluation_keep, name="evaluation_keep"),
     path("versions/<int:pk>/package", views.version_package, name="version_package"),
     path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),
+    path("jobs/<str:job_id>/worker", liveness.job_worker, name="job_worker"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("staff/", staff.landing, name="staff"),
