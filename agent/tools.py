@@ -326,10 +326,6 @@ def describe_verdict(v, profile=False):
 
 
 def _next_milestone(v):
-    if v.reward == 0:
-        return "next milestone (reward 1): be faster than eager"
-    if v.reward == 1:
-        return "next milestone (reward 2): be faster than torch.compile too"
-    if v.reward == 2:
-        return "next milestone (reward 3): beat both baselines by at least 5%"
-    return "top milestone reached; further speedups are still welcome"
+    from sandbox.reward import next_goal
+    goal = next_goal(v.reward_schedule, v.reward)
+    return f"next milestone ({goal})" if goal else "top reward reached; further speedups are still welcome"

@@ -6,11 +6,13 @@ import sys
 
 from sandbox.config import EvalConfig
 from sandbox.errors import BuildError, MisuseError, SandboxError
+from sandbox.reward import DEFAULT_SCHEDULE, SCHEDULES
 
 
 def _config(args, **extra):
     return EvalConfig(device=args.device, trials=args.trials, atol=args.atol, rtol=args.rtol,
-                      timeout_s=args.timeout, strict=not args.relaxed, timing=args.timing, margin=args.margin,
+                      timeout_s=args.timeout, strict=not args.relaxed, timing=args.timing, reward=args.reward,
+                      margin=args.margin,
                       compiled_baseline=not args.no_compiled, **extra)
 
 
@@ -26,7 +28,13 @@ def _eval_args(p):
     p.add_argument("--relaxed", action="store_true", help="record PyTorch fallbacks instead of failing on them")
     p.add_argument("--timing", choices=("events", "graph"), default="events",
                    help="graph: time by CUDA-graph replay (for launch-bound problems)")
-    p.add_argument("--margin", type=float, default=0.05, help="'clearly faster' margin for the top reward")
+    p.add_argument("--reward", choices=SCHEDULES, default=DEFAULT_SCHEDULE,
+                   help="reward schedule: paper (CUDA Agent's Eq. 1: -1 failed, 1 correct, 2 more than 5%% faster "
+                        "than eager, 3 than eager and torch.compile) or milestone (-1 failed, 0 correct, 1 faster "
+                        "than eager, 2 than both, 3 than both by 5%%)")
+    p.add_argument("--margin", type=float, default=0.05,
+                   help="paper: the share of a baseline's time to save (0.05: more than 5%% faster); milestone: "
+                        "the speedup margin of the top reward")
     p.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
 
 

@@ -2,6 +2,7 @@
 from dataclasses import asdict, dataclass, field, fields
 
 from sandbox import settings
+from sandbox.reward import DEFAULT_SCHEDULE, SCHEDULES
 
 TIMING_MODES = ("events", "graph")
 
@@ -16,7 +17,12 @@ class EvalConfig:
     # Strict: any PyTorch compute operator reached from ModelNew.forward is a violation.
     strict: bool = True
     timing: str = "events"
-    # "Clearly faster" for the top milestone: speedup over both baselines of at least 1 + margin.
+    # The reward schedule (sandbox/reward.py): "paper" (CUDA Agent's Eq. 1: -1 failed, 1 correct, 2 more than
+    # `margin` faster than eager, 3 than both) or "milestone" (-1, 0 correct, 1 faster than eager, 2 than both,
+    # 3 than both by a speedup of at least 1 + margin).
+    reward: str = DEFAULT_SCHEDULE
+    # paper: the share of a baseline's time a solution must save ((t0 - t) / t0 > margin); milestone: the speedup
+    # over both baselines the top level needs (1 + margin).
     margin: float = 0.05
     time_budget_s: float = 1.5
     min_samples: int = 10
@@ -41,6 +47,11 @@ class EvalConfig:
             raise ValueError(f"timing must be one of {TIMING_MODES}, not {self.timing!r}")
         if self.trials < 1:
             raise ValueError("trials must be at least 1")
+        if self.reward not in SCHEDULES:
+            raise ValueError(f"reward must be one of {SCHEDULES}, not {self.reward!r}")
+        if self.margin < 0 or (self.reward == "paper" and self.margin >= 1):
+            raise ValueError(f"margin must be at least 0 (and below 1 for the paper's schedule, a share of the "
+                             f"baseline's time), not {self.margin}")
 
     def replace(self, **changes):
         unknown = set(changes) - {f.name for f in fields(self)}

@@ -15,7 +15,7 @@ from sandbox.errors import BuildError, InvalidProblem
 from sandbox.isolation import Jail, isolation_level
 from sandbox.problem import Problem
 from sandbox.protocol import ChannelClosed, pipes
-from sandbox.reward import milestone
+from sandbox.reward import reward
 from sandbox.scrub import scrub
 from sandbox.solution import Solution
 from sandbox.verdict import Verdict
@@ -122,7 +122,9 @@ def evaluate(problem_path, solution_path, config=None, **overrides):
     if verdict.status == "ok" and verdict.violations:
         verdict.status = "violation"
     verdict.correct = verdict.correct and verdict.status == "ok"
-    verdict.reward = milestone(verdict.correct, verdict.speedup_vs_eager, verdict.speedup_vs_compiled, config.margin)
+    verdict.reward_schedule = config.reward
+    verdict.reward = reward(config.reward, verdict.correct, verdict.speedup_vs_eager, verdict.speedup_vs_compiled,
+                            config.margin)
     verdict.wall_s = round(time.monotonic() - t0, 3)
     log.info("evaluated %s with %s: %s", problem.name, solution.path, verdict.summary())
     return verdict

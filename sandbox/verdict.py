@@ -2,6 +2,8 @@
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from sandbox.reward import DEFAULT_SCHEDULE, LEGACY_SCHEDULE
+
 STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "incorrect", "timeout", "crashed", "violation")
 
 
@@ -16,6 +18,8 @@ class Verdict:
     speedup_vs_eager: float | None = None
     speedup_vs_compiled: float | None = None
     reward: int = -1
+    # Which schedule `reward` follows (sandbox/reward.py): "paper" or "milestone".
+    reward_schedule: str = DEFAULT_SCHEDULE
     compile_s: float | None = None
     log: str = ""
     # Beyond the contract: what a user or a trainer needs to act on the verdict.
@@ -52,6 +56,8 @@ class Verdict:
     @classmethod
     def from_json(cls, data):
         known = {f.name for f in fields(cls)}
+        # Verdicts stored before the field existed were rewarded by the milestone schedule.
+        data = {"reward_schedule": LEGACY_SCHEDULE, **data}
         return cls(**{k: v for k, v in data.items() if k in known})
 
     @classmethod
@@ -60,7 +66,7 @@ class Verdict:
 
     def summary(self):
         """One line for people: status, reward and the headline numbers."""
-        parts = [f"{self.status}", f"reward {self.reward}"]
+        parts = [f"{self.status}", f"reward {self.reward} ({self.reward_schedule})"]
         if self.runtime_ms is not None:
             parts.append(f"{self.runtime_ms:.4f} ms")
         if self.speedup_vs_eager is not None:

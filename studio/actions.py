@@ -103,8 +103,8 @@ def finish_run(run_id, trajectory, error=""):
     set_status(run_id, Run.Status.FAILED if error else Run.Status.SUCCEEDED, error=error)
 
 
-VERDICT_KEYS = ("status", "correct", "reward", "runtime_ms", "eager_ms", "compiled_ms", "speedup_vs_eager",
-                "speedup_vs_compiled", "max_abs_error", "violations", "trials", "compile_s")
+VERDICT_KEYS = ("status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
+                "speedup_vs_eager", "speedup_vs_compiled", "max_abs_error", "violations", "trials", "compile_s")
 
 
 def evaluation_message(evaluation, log_chars=8000):

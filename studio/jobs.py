@@ -44,8 +44,8 @@ def compact_turn(turn, limit=20000):
     for call in turn.tool_calls:
         arguments = {k: cut(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
         verdict = call.verdict and {k: call.verdict.get(k) for k in (
-            "status", "correct", "reward", "runtime_ms", "eager_ms", "compiled_ms", "speedup_vs_eager",
-            "speedup_vs_compiled", "max_abs_error", "violations", "trials")}
+            "status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
+            "speedup_vs_eager", "speedup_vs_compiled", "max_abs_error", "violations", "trials")}
         calls.append({"name": call.name, "arguments": arguments, "error": call.error,
                       "observation": cut(call.observation), "verdict": verdict, "seconds": call.seconds})
     return {"index": turn.index, "thought": cut(turn.thought), "tool_calls": calls, "policy_s": turn.policy_s,

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.package import templates
+from sandbox.reward import meaning
 
 
 @dataclass
@@ -80,7 +81,8 @@ def _measured(plan):
         return (f"No measurement was attached when this package was made. {built} Measure it with "
                 f"`python -m sandbox evaluate PROBLEM.py SOLUTION --device {plan.device}` in Kernel Studio.")
     trials = f", {len(v.trials)} correctness trials" if v.trials else ""
-    rows = [("status", f"{v.status}, reward {v.reward}{trials}"), ("device", v.device or plan.device),
+    rows = [("status", f"{v.status}, reward {v.reward} ({meaning(v.reward_schedule, v.reward)}, "
+                       f"{v.reward_schedule} schedule){trials}"), ("device", v.device or plan.device),
             ("this package's kernels", _ms(v.runtime_ms))]
     rows.append(("PyTorch eager", _ms(v.eager_ms) + _speedup(v.speedup_vs_eager)))
     rows.append(("torch.compile", _ms(v.compiled_ms) + _speedup(v.speedup_vs_compiled)))

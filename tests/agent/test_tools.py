@@ -113,7 +113,22 @@ def test_the_cpu_reference_example_is_a_correct_solution(tmp_path, fast_eval):
 def test_a_correct_verdict_without_a_speedup_is_described_not_a_crash():
     from agent.tools import describe_verdict
     from sandbox import Verdict
-    v = Verdict(status="ok", correct=True, reward=0, runtime_ms=0.0, eager_ms=0.0, max_abs_error=0.0,
+    v = Verdict(status="ok", correct=True, reward=1, runtime_ms=0.0, eager_ms=0.0, max_abs_error=0.0,
                 max_rel_error=0.0, trials=[{"ok": True}])
     text = describe_verdict(v)
     assert "runtime 0.0000 ms" in text and "no speedup could be computed" in text
+
+
+@pytest.mark.parametrize("schedule, reward, goal", [
+    ("paper", 1, "next milestone (reward 2: take more than 5% off eager's time)"),
+    ("paper", 2, "next milestone (reward 3: take more than 5% off torch.compile's time too)"),
+    ("paper", 3, "top reward reached"),
+    ("milestone", 0, "next milestone (reward 1: be faster than eager)"),
+    ("milestone", 2, "next milestone (reward 3: beat both baselines by at least 5%)"),
+    ("milestone", 3, "top reward reached")])
+def test_the_next_goal_follows_the_verdicts_reward_schedule(schedule, reward, goal):
+    from agent.tools import describe_verdict
+    from sandbox import Verdict
+    v = Verdict(status="ok", correct=True, reward=reward, reward_schedule=schedule, runtime_ms=1.0, eager_ms=1.2,
+                speedup_vs_eager=1.2, max_abs_error=0.0, max_rel_error=0.0, trials=[{"ok": True}])
+    assert goal in describe_verdict(v)

@@ -27,7 +27,7 @@ def test_solution_is_correct_fast_and_rewarded(case, kernelbench, run_eval):
                        timeout_s=300)
     assert verdict.status == "ok", f"{verdict.status}: {verdict.log}"
     assert verdict.correct and not verdict.violations
-    assert verdict.reward >= 0
+    assert verdict.reward >= 1
     assert [t["trial"] for t in verdict.trials] == [f"trial {i + 1}" for i in range(trials)] + ["post-timing"]
     assert all(t["ok"] for t in verdict.trials)
     assert verdict.runtime_ms > 0 and verdict.eager_ms > 0

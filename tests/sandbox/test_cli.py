@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+from sandbox.reward import milestone, paper
 from sandbox.verdict import STATUSES, Verdict
 
 CONTRACT = ("status", "correct", "violations", "runtime_ms", "eager_ms", "compiled_ms", "speedup_vs_eager",
@@ -24,9 +25,26 @@ def test_evaluate_prints_one_json_verdict(elementwise, honest):
     data = json.loads(lines[0])
     for key in CONTRACT:
         assert key in data, key
-    assert data["status"] == "ok" and data["correct"] is True and data["reward"] >= 0
+    assert data["status"] == "ok" and data["correct"] is True and data["reward"] >= 1
     assert data["compiled_ms"] is None and data["device"] == "cpu"
     assert Verdict.from_json(data).status == "ok"
+    assert data["reward_schedule"] == "paper" and data["reward"] == paper(True, data["speedup_vs_eager"], None)
+
+
+def test_evaluate_takes_the_milestone_schedule(elementwise, honest):
+    proc = _cli("evaluate", elementwise, honest, "--device", "cpu", "--json", "--no-compiled", "--trials", "1",
+                "--reward", "milestone")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["status"] == "ok" and data["reward_schedule"] == "milestone"
+    assert data["reward"] == milestone(True, data["speedup_vs_eager"], None)
+
+
+def test_evaluate_refuses_an_unknown_schedule_and_explains_both(elementwise, honest):
+    proc = _cli("evaluate", elementwise, honest, "--device", "cpu", "--reward", "speedup")
+    assert proc.returncode == 2 and "invalid choice: 'speedup'" in proc.stderr
+    help_text = _cli("evaluate", "--help").stdout
+    assert "--reward {paper,milestone}" in help_text and "Eq. 1" in help_text
 
 
 def test_evaluate_exits_0_for_a_failing_solution(elementwise, files):

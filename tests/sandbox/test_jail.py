@@ -79,7 +79,7 @@ def test_a_solution_that_tries_the_planted_files_keeps_its_verdict(run_eval, fil
     prologue = "result = {}\n" + READ_ALL.format(paths=planted) + "assert not any(v.startswith('read') for v in result.values())\n"
     source = sources["HONEST_ELEMENTWISE"].replace("import numpy as np", "import numpy as np\n" + prologue)
     v = run_eval(elementwise, files.solution(source))
-    assert v.status == "ok" and v.correct and v.reward >= 0, (v.status, v.log[-2000:])
+    assert v.status == "ok" and v.correct and v.reward >= 1, (v.status, v.log[-2000:])
 
 
 def test_an_uploaded_problem_cannot_read_files_planted_outside_its_own(files, sources, planted):

@@ -8,7 +8,7 @@ from sandbox.verdict import STATUSES, Verdict
 
 def _full():
     return Verdict(status="ok", correct=True, violations=["x"], runtime_ms=0.25, eager_ms=0.5, compiled_ms=0.4,
-                   speedup_vs_eager=2.0, speedup_vs_compiled=1.6, reward=3, compile_s=1.25, log="line 1\nline 2 \u00e9",
+                   speedup_vs_eager=2.0, speedup_vs_compiled=1.6, reward=3, reward_schedule="paper", compile_s=1.25, log="line 1\nline 2 \u00e9",
                    max_abs_error=1e-6, max_rel_error=2e-6,
                    trials=[{"trial": "trial 1", "ok": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "sampled": False}],
                    timing={"candidate": {"median_ms": 0.25, "samples": 10}, "stages_s": {"build": 0.1}},
@@ -47,6 +47,20 @@ def test_unknown_keys_are_ignored_and_unknown_statuses_rejected():
         Verdict.from_json({**data, "status": "great"})
 
 
+@pytest.mark.parametrize("schedule", ["paper", "milestone"])
+def test_the_reward_schedule_round_trips(schedule):
+    v = Verdict(status="ok", correct=True, reward=1, reward_schedule=schedule)
+    assert json.loads(v.dumps())["reward_schedule"] == schedule
+    assert Verdict.loads(v.dumps()).reward_schedule == schedule
+
+
+def test_a_stored_verdict_without_a_schedule_reads_as_the_milestones():
+    # Every verdict stored before the field existed (bench/results) was rewarded by the milestone schedule.
+    old = {k: v for k, v in _full().to_json().items() if k != "reward_schedule"}
+    assert Verdict.from_json(old).reward_schedule == "milestone"
+    assert Verdict(status="ok").reward_schedule == "paper"  # what new evaluations use
+
+
 def test_a_real_verdict_round_trips(run_eval, elementwise, honest):
     v = run_eval(elementwise, honest)
     assert Verdict.loads(v.dumps()) == v
@@ -54,4 +68,4 @@ def test_a_real_verdict_round_trips(run_eval, elementwise, honest):
 
 def test_summary_names_the_headline_numbers():
     line = _full().summary()
-    assert line.startswith("ok, reward 3") and "2.00x eager" in line and "1.60x compiled" in line
+    assert line.startswith("ok, reward 3 (paper)") and "2.00x eager" in line and "1.60x compiled" in line

@@ -22,7 +22,7 @@ def test_ok_for_an_honest_solution(run_eval, elementwise, honest):
     v = run_eval(elementwise, honest, trials=5)  # the default number of trials
     assert v.status == "ok", v.log
     assert v.correct is True and v.violations == []
-    assert v.reward >= 0
+    assert v.reward >= 1
     assert v.runtime_ms > 0 and v.eager_ms > 0
     assert v.speedup_vs_eager == pytest.approx(v.eager_ms / v.runtime_ms, rel=1e-3)
     assert v.compiled_ms is None and v.speedup_vs_compiled is None  # compiled_baseline=False

@@ -120,6 +120,8 @@ def test_report_only_rewrites_the_report_from_stored_results(
     level = json.loads((out / "metrics.json").read_text())["arms"]["strict"]["levels"]["3"]
     assert level["compiled"]["fast_p"]["2.0"] == 1.0 and level["compiled"]["fast_p"]["3.0"] == 0.0
     assert "| level 3 | 1 | 1 (100.0%) | 100.0% | 100.0% | 4.00x / 4.00x | 3.00x / 3.00x |" in capsys.readouterr().out
+    # The stored verdict names no schedule: it was rewarded by the milestones, and the report says so.
+    assert "Rewards under the `milestone` schedule:" in (out / "metrics.md").read_text()
 
 
 def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_skips_what_is_current_and_rerun_runs_named_episodes_again(

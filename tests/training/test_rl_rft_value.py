@@ -9,7 +9,7 @@ from agent.loop import SYSTEM
 from agent.tools import SCHEMAS
 from agent.trajectory import ToolCall, Trajectory, Turn
 from training.rl import rft, tokens, value
-from training.rl.config import ValueConfig
+from training.rl.config import RFTConfig, ValueConfig
 from training.rl.models import ValueModel, train_tokenizer
 from training.rl.tokens import Batch, Sample
 
@@ -25,14 +25,20 @@ def trajectory(reward, turns=2):
     return Trajectory(problem="p.py", device="cpu", policy="heuristic", tools=SCHEMAS,
                       messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Optimize p.py"}],
                       turns=[Turn(index=i + 1, thought=f"step {i}", tool_calls=calls[i % 2]) for i in range(turns)],
-                      verdict={"reward": reward, "correct": reward >= 0,
-                               "status": "ok" if reward >= 0 else "incorrect"})
+                      verdict={"reward": reward, "correct": reward >= 1,
+                               "status": "ok" if reward >= 1 else "incorrect"})
 
 
 def test_rft_keeps_only_trajectories_over_the_threshold():
-    kept = rft.keep([trajectory(-1), trajectory(0), trajectory(2), trajectory(1)], threshold=1)
-    assert [t.verdict["reward"] for t in kept] == [2, 1]
+    # The paper's reward: -1 failed, 1 correct, 2 more than 5% faster than eager, 3 than both.
+    episodes = [trajectory(-1), trajectory(1), trajectory(3), trajectory(2)]
+    assert [t.verdict["reward"] for t in rft.keep(episodes, threshold=2)] == [3, 2]
     assert rft.keep([trajectory(-1)], threshold=0) == []
+
+
+def test_rfts_default_threshold_keeps_every_correct_trajectory_and_no_failure():
+    episodes = [trajectory(-1), trajectory(1), trajectory(3), trajectory(2)]
+    assert [t.verdict["reward"] for t in rft.keep(episodes, RFTConfig().threshold)] == [1, 3, 2]
 
 
 def test_rendered_trajectories_mask_exactly_the_answers(tokenizer):

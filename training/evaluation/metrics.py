@@ -6,13 +6,20 @@ its speedup is strictly greater than p, so a tie at exactly 1.0 is not faster. S
 problem, failures included. A correct result whose baseline was not measured (torch.compile skipped or failed)
 counts as not faster, is left out of the geometric mean over correct problems, and counts as 1.0 in the mean
 over all; a metric with no measured baseline in its group at all is None ("not measured"), not 0.
+
+Rewards are counted per schedule, never added across them: the paper's (-1 failed, 1 correct, 2 more than 5% faster
+than eager, 3 than both; the default since 2026-11-26) and the milestones of older verdicts (-1 failed, 0 correct,
+1 faster than eager, 2 than both, 3 than both by 5%; a stored verdict that names no schedule used them). An episode
+without a verdict counts -1 under its group's most common schedule (of a tie, the first by name). Faster-than shares come from the speedups
+(fast_p), never from reward values.
 """
 import math
 from collections import Counter
 
+from sandbox.reward import DEFAULT_SCHEDULE, MEANINGS, schedule_of
+
 BASELINES = ("eager", "compiled")
 P_VALUES = (1.0, 1.25, 1.5, 2.0, 3.0)
-REWARDS = (-1, 0, 1, 2, 3)
 
 
 def geomean(values):
@@ -40,12 +47,27 @@ def baseline_metrics(results, baseline):
     }
 
 
+def reward_metrics(results):
+    """{schedule: {"problems", "mean", "counts"}} of the group's rewards, one entry per schedule its verdicts used."""
+    used = Counter(schedule_of(r.verdict) for r in results if r.verdict)
+    common = min(used, key=lambda name: (-used[name], name)) if used else DEFAULT_SCHEDULE
+    groups = {}
+    for r in results:
+        groups.setdefault(schedule_of(r.verdict) if r.verdict else common, []).append(r.reward)
+    out = {}
+    for schedule, rewards in sorted(groups.items()):
+        counts = Counter(rewards)
+        levels = sorted(set(MEANINGS.get(schedule, {})) | set(counts))
+        out[schedule] = {"problems": len(rewards), "mean": sum(rewards) / len(rewards),
+                         "counts": {str(k): counts.get(k, 0) for k in levels}}
+    return out
+
+
 def group_metrics(results):
     """Metrics of one group (a level, or everything) of EpisodeResults."""
     n = len(results)
     if not n:
         return {"problems": 0}
-    rewards = Counter(r.reward for r in results)
     statuses = Counter(r.verdict["status"] if r.verdict else "error" for r in results)
     out = {
         "problems": n,
@@ -53,8 +75,7 @@ def group_metrics(results):
         "correct_rate": sum(r.correct for r in results) / n,
         "errors": sum(r.verdict is None for r in results),
         "statuses": dict(sorted(statuses.items())),
-        "reward": {"mean": sum(r.reward for r in results) / n,
-                   "counts": {str(k): rewards.get(k, 0) for k in sorted(set(REWARDS) | set(rewards))}},
+        "rewards": reward_metrics(results),
         "mean_turns": sum(r.turns for r in results) / n,
         "mean_wall_s": sum(r.wall_s for r in results) / n,
         "total_wall_s": sum(r.wall_s for r in results),

@@ -3,6 +3,7 @@ with the CUDA Agent paper's published numbers as a labelled reference row."""
 import json
 from datetime import datetime, timezone
 
+from sandbox.reward import meaning
 from training.evaluation import metrics
 
 # Published in the CUDA Agent paper (2026) for KernelBench levels 1-3; quoted, not measured by this project.
@@ -39,6 +40,12 @@ def _num(value, digits=2):
     return DASH if value is None else f"{value:.{digits}f}"
 
 
+def _mean_reward(m):
+    """The mean reward with its schedule named ("1.85 (paper)"); one per schedule where verdicts used several."""
+    rewards = m.get("rewards") or {}
+    return " / ".join(f"{_num(r['mean'])} ({schedule})" for schedule, r in rewards.items()) or DASH
+
+
 def _rows(data):
     yield from ((f"level {level}", m) for level, m in data["levels"].items())
     yield "overall", data["overall"]
@@ -53,7 +60,7 @@ def _headline(arm_data):
         lines.append(f"| {name} | {m['problems']} | {m['correct']} ({_pct(m['correct_rate'])}) | "
                      f"{_pct(e['fast_p']['1.0'])} | {_pct(c['fast_p']['1.0'])} | "
                      f"{_x(e['geomean_correct'])} / {_x(e['geomean_all'])} | "
-                     f"{_x(c['geomean_correct'])} / {_x(c['geomean_all'])} | {_num(m['reward']['mean'])} | "
+                     f"{_x(c['geomean_correct'])} / {_x(c['geomean_all'])} | {_mean_reward(m)} | "
                      f"{_num(m['mean_turns'], 1)} | {_num(m['mean_wall_s'], 0)} s |")
     return lines
 
@@ -91,15 +98,24 @@ def _fast_p(arm_data):
 
 
 def _rewards(arm_data):
-    values = sorted({int(k) for _, m in _rows(arm_data) for k in m["reward"]["counts"]})
-    lines = ["| level | " + " | ".join(f"reward {v}" for v in values) + " | mean | statuses | errors |",
-             "| --- |" + " ---: |" * len(values) + " ---: | --- | ---: |"]
-    for name, m in _rows(arm_data):
-        counts = m["reward"]["counts"]
-        statuses = ", ".join(f"{k} {v}" for k, v in m["statuses"].items())
-        lines.append(f"| {name} | " + " | ".join(str(counts.get(str(v), 0)) for v in values) +
-                     f" | {_num(m['reward']['mean'])} | {statuses} | {m['errors']} |")
-    return lines
+    """One table per reward schedule the verdicts used, its levels named by what they mean."""
+    lines = []
+    schedules = sorted({schedule for _, m in _rows(arm_data) for schedule in m.get("rewards", {})})
+    for schedule in schedules:
+        values = sorted({int(k) for _, m in _rows(arm_data) for k in m["rewards"].get(schedule, {}).get("counts", {})})
+        lines += [f"Rewards under the `{schedule}` schedule:", "",
+                  "| level | problems | " + " | ".join(f"{v} ({meaning(schedule, v)})" for v in values)
+                  + " | mean | statuses | errors |",
+                  "| --- | ---: |" + " ---: |" * len(values) + " ---: | --- | ---: |"]
+        for name, m in _rows(arm_data):
+            r = m["rewards"].get(schedule)
+            if not r:
+                continue
+            statuses = ", ".join(f"{k} {v}" for k, v in m["statuses"].items())
+            lines.append(f"| {name} | {r['problems']} | " + " | ".join(str(r["counts"].get(str(v), 0)) for v in values)
+                         + f" | {_num(r['mean'])} | {statuses} | {m['errors']} |")
+        lines.append("")
+    return lines[:-1]
 
 
 COMPARED = (("correct rate", lambda m: _pct(m["correct_rate"])),
@@ -107,7 +123,7 @@ COMPARED = (("correct rate", lambda m: _pct(m["correct_rate"])),
             ("fast_1 vs torch.compile", lambda m: _pct(m["compiled"]["fast_p"]["1.0"])),
             ("geomean vs eager (correct)", lambda m: _x(m["eager"]["geomean_correct"])),
             ("geomean vs torch.compile (correct)", lambda m: _x(m["compiled"]["geomean_correct"])),
-            ("mean reward", lambda m: _num(m["reward"]["mean"])))
+            ("mean reward", _mean_reward))
 
 
 def _comparison(data):

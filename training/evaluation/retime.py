@@ -11,6 +11,7 @@ import tempfile
 from datetime import datetime, timezone
 
 from sandbox.config import EvalConfig
+from sandbox.reward import schedule_of
 from sandbox.workers.reference import BASELINE_PROTOCOL
 
 from training.evaluation import runner
@@ -78,7 +79,8 @@ def retime_job(request):
     result.extra = {**{k: v for k, v in result.extra.items() if k != "retime_error"}, "retimed": {
         "protocol": BASELINE_PROTOCOL, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "previous_speedup_vs_eager": old.get("speedup_vs_eager"),
-        "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"), "previous_reward": old.get("reward")}}
+        "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"), "previous_reward": old.get("reward"),
+        "previous_reward_schedule": schedule_of(old)}}
     return {"result": result.to_json(), "trajectory": None}
 
 

@@ -70,7 +70,9 @@ class SingleTurnConfig:
 class RFTConfig:
     source: str = "heuristic"  # whose trajectories: heuristic (the built-in optimizer) or policy (the actor's)
     episodes: int = 4
-    threshold: float = 0.0  # keep trajectories whose reward is at least this
+    # Keep trajectories whose reward is at least this. Under the paper's reward (sandbox/reward.py: -1 failed,
+    # 1 correct, 2 more than 5% faster than eager, 3 than both) 1 keeps every correct solution, 2 the faster ones.
+    threshold: float = 1.0
     epochs: int = 2
     lr: float = 1e-3
     batch_size: int = 2

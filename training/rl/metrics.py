@@ -79,7 +79,7 @@ def step_stats(accelerator, stats, summaries):
 
 
 def verdict_stats(verdicts):
-    """Rewards (mean, distribution and the share of each milestone), correct rate and speedups of VERDICTS."""
+    """Rewards (mean, distribution and the share of each reward level), correct rate and speedups of VERDICTS."""
     rewards = [float(v.get("reward", -1.0)) for v in verdicts]
     out = {"episodes": len(verdicts),
            "correct_rate": sum(bool(v.get("correct")) for v in verdicts) / max(1, len(verdicts))}

@@ -23,7 +23,7 @@ class Sample:
     mask: list  # 1 on policy-generated tokens, 0 on the prompt and on tool results (environment tokens)
     logprobs: list  # the rollout's log-probs on policy tokens, 0 elsewhere
     rewards: list  # token-level rewards: nonzero only on the last token of a turn's answer
-    reward: float = 0.0  # the episode's reward (the sandbox's milestone reward of its best solution)
+    reward: float = 0.0  # the episode's reward (the sandbox's reward of its best solution, sandbox/reward.py)
     meta: dict = field(default_factory=dict)
 
 
