@@ -32,10 +32,12 @@ class ExtensionModule:
     nvcc: list = field(default_factory=list)
     link: list = field(default_factory=list)
     include_dirs: list = field(default_factory=list)
+    blas: bool = False  # its kernels call OpenBLAS from the scipy-openblas32 wheel, as the sandbox's CPU build links
 
     def setup_spec(self):
         return {"module": self.module, "sources": self.sources, "cuda": self.cuda, "limited_api": self.limited_api,
-                "include_dirs": self.include_dirs, "cxx": self.cxx, "nvcc": self.nvcc, "link": self.link}
+                "include_dirs": self.include_dirs, "cxx": self.cxx, "nvcc": self.nvcc, "link": self.link,
+                "blas": self.blas}
 
 
 @dataclass
@@ -59,6 +61,10 @@ class Plan:
         minor = ".".join(self.torch_version.split("+")[0].split(".")[:2])
         # The stable ABI holds across later torch releases; a classic binding needs the torch it was built with.
         return f"torch>={minor}" if all(e.limited_api for e in self.extensions) else f"torch=={minor}.*"
+
+    @property
+    def blas_requirement(self):
+        return ["scipy-openblas32"] if any(e.blas for e in self.extensions) else []
 
 
 def names(name, problem_name):
@@ -114,7 +120,8 @@ def _workspace(folder, namespace):
         cxx += ["-fopenmp"]
     extension = ExtensionModule("_C", tree, sources, cuda=device == "cuda", limited_api=stable, cxx=cxx,
                                 nvcc=["-O3", "-lineinfo"], link=[] if device == "cuda" else ["-fopenmp"],
-                                include_dirs=["csrc"])
+                                include_dirs=["csrc"],
+                                blas=device == "cpu" and any(b"<cblas.h>" in data for data in files.values()))
     ops = cpp.operators(binding.decode(), "_C", f"{folder / 'binding.cpp'}")
     model = rewrite_model((folder / "model_new.py").read_text(), folder / "model_new.py")
     return device, [extension], ops, model

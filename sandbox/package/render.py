@@ -138,7 +138,9 @@ def render(plan, dest):
     dest = Path(dest)
     files = {
         "pyproject.toml": templates.PYPROJECT.substitute(
-            dist=plan.dist, version=plan.version, module=plan.module, torch_requirement=plan.torch_requirement,
+            dist=plan.dist, version=plan.version, module=plan.module,
+            build_requires=json.dumps(["setuptools>=64", "torch", "ninja"] + plan.blas_requirement),
+            dependencies=json.dumps([plan.torch_requirement] + plan.blas_requirement),
             description=json.dumps(f"Kernel Studio's kernels for {plan.problem_name}, as PyTorch operators")),
         "setup.py": templates.SETUP.substitute(
             module=plan.module, extensions=pprint.pformat([e.setup_spec() for e in plan.extensions], width=100,

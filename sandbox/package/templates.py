@@ -4,7 +4,7 @@ from string import Template
 PYPROJECT = Template('''\
 [build-system]
 # Build with `pip install --no-build-isolation`: the extension must be compiled against the torch it will load into.
-requires = ["setuptools>=64", "torch", "ninja"]
+requires = $build_requires
 build-backend = "setuptools.build_meta"
 
 [project]
@@ -13,7 +13,7 @@ version = "$version"
 description = $description
 readme = "README.md"
 requires-python = ">=3.9"
-dependencies = ["$torch_requirement"]
+dependencies = $dependencies
 
 [tool.setuptools]
 package-dir = {"" = "src"}
@@ -35,8 +35,16 @@ def extension(spec):
     # Without a CUDA toolkit only an sdist can be made: a build stops at the first .cu file with torch's
     # "CUDA_HOME environment variable is not set".
     kind = CUDAExtension if spec["cuda"] and CUDA_HOME else CppExtension
-    return kind(f"$module.{spec['module']}", spec["sources"], include_dirs=spec["include_dirs"],
-                extra_compile_args={"cxx": spec["cxx"], "nvcc": spec["nvcc"]}, extra_link_args=spec["link"],
+    include_dirs, link = spec["include_dirs"], spec["link"]
+    if spec["blas"]:
+        # The kernels call OpenBLAS (<cblas.h>) from the scipy-openblas32 wheel, found beside this package once both
+        # are installed ($$ORIGIN/..), else where it was at build time.
+        import scipy_openblas32 as blas
+        include_dirs = include_dirs + [blas.get_include_dir()]
+        link = link + [f"-L{blas.get_lib_dir()}", "-Wl,-rpath,$$ORIGIN/../scipy_openblas32/lib",
+                       f"-Wl,-rpath,{blas.get_lib_dir()}", f"-l{blas.get_library()}"]
+    return kind(f"$module.{spec['module']}", spec["sources"], include_dirs=include_dirs,
+                extra_compile_args={"cxx": spec["cxx"], "nvcc": spec["nvcc"]}, extra_link_args=link,
                 py_limited_api=spec["limited_api"])
 
 

@@ -95,3 +95,15 @@ def test_the_workspace_carries_the_library_kernels_it_includes(tmp_path, source,
     assert f'#include "{header}"' in (workspace / "kernels" / "fused.cpp").read_text()
     assert '#include "ks_blas.h"' in (workspace / "kernels" / header).read_text()
     assert "scipy_openblas_set_num_threads(1)" in (workspace / "kernels" / "ks_blas.h").read_text()
+
+
+@pytest.mark.slow
+def test_a_cpu_solution_calling_openblas_packages_and_its_package_passes_its_tests(tmp_path):
+    from sandbox.package import package_solution
+    from sandbox.package.verify import check_package
+    # Square: a package's fake implementations assume outputs shaped like the first argument (its README says so).
+    problem, workspace = heuristic_workspace(tmp_path, LINEAR_GELU.replace("nn.Linear(96, 80)", "nn.Linear(96, 96)"))
+    result = package_solution(problem, workspace, tmp_path / "dist", name="ks-linear-gelu", build_wheel=False)
+    check = check_package(result.sdist, tmp_path / "check")  # built from the sdist in a fresh environment
+    assert check.ok, check.log
+    assert "test_model_new_compiles_without_graph_breaks PASSED" in check.log
