@@ -22,7 +22,8 @@ MEANINGS = {
 
 
 def _saves_more_than(speedup, margin):
-    """Whether the time fell by more than MARGIN against a baseline: (t0 - t) / t0 > margin, i.e. t / t0 < 1 - margin."""
+    """Whether the time fell by more than MARGIN against a baseline: (t0 - t) / t0 > margin, i.e. t / t0 < 1 - margin.
+    """
     return speedup is not None and speedup > 0 and 1.0 / speedup < 1.0 - margin - _EPSILON
 
 

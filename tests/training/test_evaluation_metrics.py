@@ -119,7 +119,8 @@ def test_rewards_of_stored_milestone_verdicts_are_counted_apart_never_added_to_t
 def test_the_report_names_each_schedule_and_what_its_levels_mean():
     data = {"evaluation": {"policy": "heuristic", "device": "cpu"}, "generated_at": "now", "conventions": "c",
             "reference": {"label": "paper", "levels": {}, "overall": {}},
-            "arms": {"strict": compute([result(eager=2.0, compiled=2.0), result(eager=2.0, compiled=2.0, schedule=None)])}}
+            "arms": {"strict": compute([result(eager=2.0, compiled=2.0),
+                                        result(eager=2.0, compiled=2.0, schedule=None)])}}
     text = markdown(data)
     assert "3.00 (milestone) / 3.00 (paper)" in text
     assert "Rewards under the `paper` schedule:" in text and "Rewards under the `milestone` schedule:" in text

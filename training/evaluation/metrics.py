@@ -10,8 +10,8 @@ over all; a metric with no measured baseline in its group at all is None ("not m
 Rewards are counted per schedule, never added across them: the paper's (-1 failed, 1 correct, 2 more than 5% faster
 than eager, 3 than both; the default since 2026-11-26) and the milestones of older verdicts (-1 failed, 0 correct,
 1 faster than eager, 2 than both, 3 than both by 5%; a stored verdict that names no schedule used them). An episode
-without a verdict counts -1 under its group's most common schedule (of a tie, the first by name). Faster-than shares come from the speedups
-(fast_p), never from reward values.
+without a verdict counts -1 under its group's most common schedule (of a tie, the first by name). Faster-than shares
+come from the speedups (fast_p), never from reward values.
 """
 import math
 from collections import Counter
