@@ -4,6 +4,7 @@ profile, tamper checks, verdict. The only module that sequences the stages; the 
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -62,16 +63,18 @@ class Worker:
         except (BrokenPipeError, OSError):
             self._died()
 
-    def recv(self, *expected):
+    def recv(self, *expected, stage=None):
+        """The next message, one of EXPECTED; STAGE names what the worker is doing, for a verdict that it ran out of
+        time there."""
         try:
             msg = self.channel.recv(max(0.0, self.deadline - time.monotonic()))
         except TimeoutError:
             self.jail.kill(self.proc)
             exit = self.jail.wait(self.proc, 5)
-            raise StageFailed("timeout", f"the {self.role} took longer than {self.timeout:.0f} s and was stopped\n"
-                                         f"{exit.output}") from None
+            raise StageFailed("timeout", f"{_ran_out(stage, exit.output)}: the {self.role} took longer than "
+                                         f"{self.timeout:.0f} s and was stopped\n{exit.output}") from None
         except ChannelClosed:
-            self._died()
+            self._died(stage)
         if msg["kind"] == "failed":
             raise StageFailed(msg["status"], msg["log"] + self._output_note())
         if expected and msg["kind"] not in expected:
@@ -82,13 +85,33 @@ class Worker:
         text = self.proc.output.text(wait=0.5).strip()
         return f"\n--- {self.role} output ---\n{text}" if text else ""
 
-    def _died(self):
+    def _died(self, stage):
         exit = self.jail.wait(self.proc, 10)
-        status = "timeout" if exit.timed_out else "crashed"
-        raise StageFailed(status, f"the {self.role} process {exit.describe()}\n{exit.output}")
+        if exit.timed_out:
+            raise StageFailed("timeout", f"{_ran_out(stage, exit.output)}: the {self.role} process {exit.describe()}\n"
+                                         f"{exit.output}")
+        raise StageFailed("crashed", f"the {self.role} process {exit.describe()}\n{exit.output}")
 
     def close(self):
         self.channel.close()
+
+
+def _ran_out(stage, output):
+    """'stage "NAME" ran out of time', NAME refined by the worker's output: a load_inline build still running names
+    the extension being built."""
+    from sandbox.native.inline import BUILDING, BUILT
+    name = stage or "unknown"
+    if stage == LOAD_STAGE:
+        started = re.findall(re.escape(BUILDING) + r" '([^']+)'", output or "")
+        finished = set(re.findall(re.escape(BUILT) + r" '([^']+)'", output or ""))
+        if started and started[-1] not in finished:
+            name = f"{stage} (building the extension '{started[-1]}')"
+        else:
+            name = f"{stage} (importing it)"
+    return f'stage "{name}" ran out of time'
+
+
+LOAD_STAGE = "load solution"
 
 
 def _baseline_key(problem, config):
@@ -160,26 +183,31 @@ def _run(problem, solution, config, verdict):
             cand_jail.expose(_build_output(solution, config.device))
         else:
             entry = cand_jail.give(solution.path, "solution.py")
+            if _expose_inline_headers(solution, cand_jail, config.device):
+                stage.done("precompiled header")
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
             build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
             stage.done("build")
-            cand.recv("started")
+            cand.recv("started", stage="start workers")
             stage.done("start workers")
             ready = _reference_ready(ref, problem, problem_ref, config, verdict)
             stage.done("validate and baselines")
             cand.restart_clock(config.timeout_s)
             cand.send("start", device=config.device, config=config.to_json(), spec=ready["spec"],
                       problem=str(problem_cand), solution=str(entry), init_seed=ready["init_seed"])
-            verdict.compile_s = round(build_s + cand.recv("loaded")["compile_s"], 3)
-            stage.done("load solution")
+            loaded = cand.recv("loaded", stage=LOAD_STAGE)
+            verdict.compile_s = round(build_s + loaded["compile_s"], 3)
+            if loaded.get("extensions"):
+                verdict.timing["extensions"] = loaded["extensions"]  # each load_inline: how it was built, seconds
+            stage.done(LOAD_STAGE)
             _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict)
             stage.done("trials")
             with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
                 cand.restart_clock(config.timeout_s)
                 cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
-                timing = cand.recv("timed")["timing"]
+                timing = cand.recv("timed", stage="timing")["timing"]
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
             stage.done("timing")
@@ -187,13 +215,13 @@ def _run(problem, solution, config, verdict):
             stage.done("post-timing trial")
             if config.profile:
                 cand.send("profile")
-                verdict.profile["candidate"] = cand.recv("profiled")["table"]
+                verdict.profile["candidate"] = cand.recv("profiled", stage="profile")["table"]
                 stage.done("profile")
             if config.ncu:
                 _ncu(problem_ref, ref_jail, problem_cand, entry, cand_jail, config, verdict)
                 stage.done("ncu")
             cand.send("finish")
-            final = cand.recv("final")
+            final = cand.recv("final", stage="finish")
             verdict.violations += final["violations"]
             if final["notes"]:
                 verdict.log = "\n".join(final["notes"])
@@ -220,6 +248,23 @@ def _expose_reference_cache(jail, device):
         log.warning("no baseline cache at %s (%s): baselines are measured every time", baselines, exc)
     jail.expose(baselines)
     jail.expose(timing_lock.lock_path(device))
+
+
+def _expose_inline_headers(solution, jail, device):
+    """Prepare (once per worker) and expose the precompiled torch headers the solution's load_inline calls will want:
+    its jail cannot build them. False where the solution does not build through torch.utils.cpp_extension."""
+    from sandbox.native import inline
+    source = solution.files["solution.py"]
+    if not inline.wanted(source):
+        return False
+    try:
+        folders = inline.prepare_headers(source, solution.path, device)
+    except (BuildError, inline.Fallback, OSError, RuntimeError) as exc:
+        log.warning("no precompiled torch header for %s (%s): its load_inline builds in full", solution.path, exc)
+        return True
+    for folder in folders:
+        jail.expose(folder)
+    return True
 
 
 def _build_output(solution, device):
@@ -250,7 +295,7 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
              init_seed=init_seed, validation_seed=secrets.randbits(31),
              timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
              cache_key=key, profile=config.profile, measure=True)
-    msg = ref.recv("ready", "invalid")
+    msg = ref.recv("ready", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
     base = msg["baselines"]
@@ -292,7 +337,7 @@ def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
 def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label):
     seed = secrets.randbits(31)
     cand.send(kind, seed=seed)
-    computed = cand.recv("computed")
+    computed = cand.recv("computed", stage=label)
     if not computed["tensor"]:
         raise Incorrect(f"{label}: ModelNew.forward returned {computed['spec']}; expected tensors like {spec['outputs']}")
     if computed["spec"] != spec["outputs"]:
@@ -303,7 +348,7 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
     sample_seed = secrets.randbits(31) if sampled else None
     name = f"{kind}-{secrets.token_hex(4)}.pt"
     cand.send("save", path=str(cand_jail.path(name)), sample_seed=sample_seed)
-    cand.recv("saved")
+    cand.recv("saved", stage=label)
     moved = ref_jail.path(name)
     shutil.move(str(cand_jail.path(name)), moved)
     # The solution controls that path: a link there must not make this (root) process chown or the reference
@@ -314,7 +359,7 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
         os.chown(moved, ref_jail.uid, ref_jail.uid, follow_symlinks=False)
     # The float64 comparison once, on the first trial: it reports precision, it decides nothing.
     ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed, precise=not verdict.trials)
-    result = ref.recv("checked")
+    result = ref.recv("checked", stage=label)
     moved.unlink(missing_ok=True)
     trial = {"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
              "max_rel_error": result["max_rel_error"], "sampled": sampled}

@@ -192,18 +192,26 @@ def workspace_key(workspace, device=None):
 def ensure_pch(device):
     """The precompiled torch header for DEVICE's flags, built once per worker (under a file lock)."""
     tc = toolchain(device)
-    flags = classic_flags(device)
-    folder = settings.cache_dir() / "pch" / _digest(tc["cxx_version"], flags, PCH_HEADER.read_bytes())[:16]
+    return precompiled_header(tc["cxx"], tc["cxx_version"], classic_flags(device))
+
+
+def precompiled_header(cxx, cxx_version, flags, build=True):
+    """ks_torch.h precompiled by CXX with FLAGS in the worker cache, built once (under a file lock); without BUILD
+    (a process that cannot or must not build it), None where it is missing. Shared by classic bindings and
+    load_inline's translation units (sandbox/native/inline.py)."""
+    folder = settings.cache_dir() / "pch" / _digest(cxx_version, flags, PCH_HEADER.read_bytes())[:16]
     header, gch = folder / "ks_torch.h", folder / "ks_torch.h.gch"
     if gch.exists():
         return header
+    if not build:
+        return None
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not gch.exists():
             shutil.copy(PCH_HEADER, header)
             tmp = folder / f".ks_torch.h.gch.{os.getpid()}"
-            proc = subprocess.run([tc["cxx"], "-x", "c++-header", *flags, str(header), "-o", str(tmp)],
+            proc = subprocess.run([cxx, "-x", "c++-header", *flags, str(header), "-o", str(tmp)],
                                   capture_output=True, text=True)
             if proc.returncode:
                 raise BuildError("building the precompiled torch header failed", proc.stdout + proc.stderr)

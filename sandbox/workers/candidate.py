@@ -6,12 +6,14 @@ cannot be forged from here.
 """
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot before solution code runs
 from sandbox.config import EvalConfig
 from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
+from sandbox.native import inline
 from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
 from sandbox.protocol import Channel
 from sandbox.timing import measure
@@ -58,6 +60,8 @@ class Candidate:
         self.problem = import_file(self.start["problem"], "ks_problem")
         # The problem module lives in this process too: what solution code may not replace in it.
         self.problem_api = {n: getattr(self.problem, n) for n in ("Model", "get_inputs", "get_init_inputs")}
+        if inline.wanted(Path(self.start["solution"]).read_bytes()):
+            inline.install()  # load_inline and load build through the precompiled header, cached
         self.audit.active = True
         t0 = _perf()
         try:
@@ -67,6 +71,10 @@ class Candidate:
         finally:
             self.audit.active = False
         compile_s = _perf() - t0
+        for build in inline.BUILDS:
+            if build["via"] == "torch":
+                self.notes.append(f"the extension {build['name']!r} was built by torch's own load_inline, not the "
+                                  f"sandbox's fast build: {build['reason']}")
         cls = getattr(solution, "ModelNew", None)
         if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
             raise Failed("load_error", "the solution defines no class ModelNew(nn.Module)")
@@ -205,7 +213,7 @@ def main(read_fd, write_fd):
     start = channel.recv()
     cand = Candidate(channel, start)
     try:
-        channel.send("loaded", compile_s=cand.load())
+        channel.send("loaded", compile_s=cand.load(), extensions=inline.BUILDS)
         while True:
             msg = channel.recv()
             kind = msg["kind"]
