@@ -98,8 +98,13 @@ def registered_workers(queue):
 
 def test_a_killed_worker_is_restarted_while_the_web_keeps_serving(running_studio):
     def cpu_worker():
-        return next((child for child in psutil.Process(running_studio.pid).children()
-                     if child.cmdline()[-2:] == ["rqworker", "cpu"]), None)
+        for child in psutil.Process(running_studio.pid).children():
+            try:
+                if child.cmdline()[-2:] == ["rqworker", "cpu"]:
+                    return child
+            except psutil.Error:
+                pass  # the killed one, dead and not yet reaped by runstudio
+        return None
 
     killed = cpu_worker()
     others = {child.pid for child in psutil.Process(running_studio.pid).children()} - {killed.pid}
