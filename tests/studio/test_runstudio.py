@@ -77,6 +77,8 @@ def test_runstudio_serves_until_sigterm_and_takes_its_children_along(running_stu
         "manage.py reconcile_runs --every 20",
         "manage.py rqworker cpu",
         "manage.py rqworker gpu",
+        "manage.py rqworker staff-cpu",
+        "manage.py rqworker staff-gpu",
         "manage.py rqworker train",
     ]
     running_studio.send_signal(signal.SIGTERM)
