@@ -40,5 +40,8 @@ RUN --mount=type=cache,target=/root/.cache/pip pip install -e .
 # The precompiled torch header of classic bindings (about 15 s per build without it), for both targets, in
 # KS_CACHE_DIR; its key holds no GPU architecture, so it serves whatever GPU the container gets.
 RUN python -c "from sandbox.native.build import ensure_pch; print(ensure_pch('cuda')); print(ensure_pch('cpu'))"
+# The same header for load_inline's C++ unit with torch's own flags and no extra_cflags (sandbox/native/inline.py):
+# a KernelBench solution's build then takes seconds from the first evaluation on.
+RUN python -c "from sandbox.native.inline import prepare_headers; print(prepare_headers(b'', 'image', 'cuda')); print(prepare_headers(b'', 'image', 'cpu'))"
 RUN mkdir -p /var/lib/kernel-studio/packages
 CMD ["python", "manage.py", "gpuworkers", "gpu"]

@@ -21,7 +21,10 @@ def _eval_args(p):
     p.add_argument("solution", help="a KernelBench-style .py file or a native workspace folder")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
-    p.add_argument("--timeout", type=float, default=EvalConfig().timeout_s, help="seconds for the solution")
+    p.add_argument("--timeout", type=float, default=EvalConfig().timeout_s,
+                   help="seconds the solution may take to load (building its extensions) and run its trials, and "
+                        "again to be timed; the default (KS_SANDBOX_TIMEOUT, 300) covers torch's own load_inline of a "
+                        "CUDA extension on two cores three times over")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)

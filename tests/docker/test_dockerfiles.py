@@ -162,6 +162,7 @@ def test_the_worker_image_pins_nvcc_to_the_torch_build_and_prebuilds_the_header(
     runs = " ".join(" ".join(c) for c in shell_commands(dockerfiles["worker"]))
     assert "assert nvcc == torch.version.cuda" in runs, "the build checks nvcc against torch.version.cuda"
     assert "ensure_pch('cuda')" in runs and "ensure_pch('cpu')" in runs
+    assert "prepare_headers(b'', 'image', 'cuda')" in runs and "prepare_headers(b'', 'image', 'cpu')" in runs
     env = env_of(dockerfiles["worker"])
     assert env["KS_SANDBOX_REQUIRE_ISOLATION"] == "True" and env["KS_CACHE_DIR"].startswith("/var/cache/")
     # The jail switches each evaluation to its own uid: only a root worker can.
