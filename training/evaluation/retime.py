@@ -14,7 +14,7 @@ from sandbox.config import EvalConfig
 from sandbox.reward import schedule_of
 from sandbox.workers.reference import BASELINE_PROTOCOL
 
-from training.evaluation import runner
+from training.evaluation import archive, runner
 from training.evaluation.jobs import EpisodeRequest
 from training.evaluation.problems import BenchProblem
 from training.evaluation.results import EpisodeResult
@@ -30,9 +30,13 @@ def stale(folder):
     """The stored correct results not measured under the current protocol, with a solution file to re-time;
     the oldest measurements first, so that a re-timing cut short has redone the oldest."""
     out = []
-    for (arm, key), result in sorted(folder.finished().items()):
-        if not result.correct or measured_now(result):
-            continue
+    todo = {(arm, key): result for (arm, key), result in sorted(folder.finished().items())
+            if result.correct and not measured_now(result)}
+    packed = folder.path / archive.ARCHIVE
+    missing = {f"{arm}/{key}" for arm, key in todo if not (folder.path / "episodes" / arm / key / "solution.py").is_file()}
+    if missing and packed.is_file():
+        archive.unpack(packed, folder.path, keys=missing)
+    for (arm, key), result in todo.items():
         solution = folder.path / "episodes" / arm / key / "solution.py"
         if solution.is_file():
             out.append((result, solution))
