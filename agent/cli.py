@@ -4,6 +4,7 @@ Writes DIR/solution.py (the best solution, KernelBench style and self-contained)
 that solution's files), DIR/trajectory.json and DIR/verdict.json, and prints a line per turn.
 """
 import argparse
+import json
 import logging
 import shutil
 import sys
@@ -63,6 +64,8 @@ def main(argv=None):
     opt.add_argument("--timeout", type=float, default=EvalConfig().timeout_s, help="seconds per sandbox run")
     opt.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("-q", "--quiet", action="store_true", help="no per-turn progress")
+    opt.add_argument("--json", action="store_true",
+                     help="print the best verdict as one JSON object on stdout (progress and notes go to stderr)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -77,7 +80,8 @@ def main(argv=None):
                            context_tokens=args.context_tokens, response_tokens=args.max_tokens or 4096,
                            eval=EvalConfig(device=args.device, timeout_s=args.timeout,
                                            compiled_baseline=not args.no_compiled))
-    on_turn = None if args.quiet else (lambda turn: progress(turn, args.max_turns))
+    notes = sys.stderr if args.json else sys.stdout
+    on_turn = None if args.quiet else (lambda turn: progress(turn, args.max_turns, notes))
     t0 = time.monotonic()
     try:
         policy = make_policy(args.policy, **policy_options(args))
@@ -94,6 +98,17 @@ def main(argv=None):
     v = trajectory.verdict
     print(f"{trajectory.stop_reason} after {len(trajectory.turns)} turns, {time.monotonic() - t0:.0f} s: "
           f"{v['status']}, reward {v['reward']}" + (f", {v['runtime_ms']:.4f} ms, {v['speedup_vs_eager']:.2f}x eager"
-                                                  if v["correct"] else ""))
-    print(f"wrote {out / 'solution.py'}, {out / 'workspace'}, {out / 'trajectory.json'}, {out / 'verdict.json'}")
+                                                  if v["correct"] else "") + _matched(v), file=notes)
+    print(f"wrote {out / 'solution.py'}, {out / 'workspace'}, {out / 'trajectory.json'}, {out / 'verdict.json'}",
+          file=notes)
+    if args.json:
+        print(json.dumps(v, sort_keys=True))
     return 0
+
+
+def _matched(verdict):
+    """The precision-matched speedup, where the sandbox measured one that differs from the default baseline's."""
+    tf32, default = verdict.get("speedup_vs_eager_tf32"), verdict.get("speedup_vs_eager")
+    if not verdict.get("correct") or tf32 is None or default is None or abs(tf32 - default) < 0.005 * default:
+        return ""
+    return f" ({tf32:.2f}x eager with TF32 allowed in the baseline too)"

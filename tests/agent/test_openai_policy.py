@@ -83,9 +83,12 @@ def test_cli_runs_an_episode_against_the_served_model(servers, relu_problem, tmp
     proc = subprocess.run([sys.executable, "-m", "agent", "optimize", str(relu_problem), "--policy", "openai",
                            "--base-url", servers["normal"], "--model", "tiny", "--temperature", "0",
                            "--max-tokens", "64", "--token-ids", "--device", "cpu", "--max-turns", "2",
-                           "--no-compiled", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--no-compiled", "--out", str(out), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "turn 1/2  read_file(path=problem.py)" in proc.stdout and "max_turns after 2 turns" in proc.stdout
+    # --json: stdout is the verdict alone; the per-turn progress and the summary go to stderr.
+    assert "turn 1/2  read_file(path=problem.py)" in proc.stderr and "max_turns after 2 turns" in proc.stderr
+    assert json.loads(proc.stdout) == json.loads((out / "verdict.json").read_text())
     assert {p.name for p in out.iterdir()} == {"solution.py", "workspace", "trajectory.json", "verdict.json"}
     trajectory = Trajectory.loads((out / "trajectory.json").read_text())
     assert trajectory.policy == "openai" and trajectory.model == "tiny" and len(trajectory.turns) == 2

@@ -36,7 +36,7 @@ def test_an_rq_evaluation_survives_a_killed_worker_and_resumes_without_rerunning
         tmp_path, evaluation_rq, evaluation_env, evaluation_problems, evaluation_flags):
     rq = evaluation_rq
     out, results = tmp_path / "out", tmp_path / "out" / "results.jsonl"
-    args = ["evaluate", "--problems", str(evaluation_problems()), "--out", str(out), "--redis", rq["url"],
+    args = ["evaluate", "--problems", str(evaluation_problems()), "--out", str(out), "--redis-url", rq["url"],
             "--queue", rq["queue"], *evaluation_flags]
     log = open(tmp_path / "coordinator.log", "w")
     coordinator = subprocess.Popen([sys.executable, "-m", "training", *args], cwd=ROOT, env=evaluation_env,

@@ -3,7 +3,7 @@ r"""`python -m training evaluate`: run a policy over KernelBench levels, one epi
     python -m training evaluate --problems ../shared/kernelbench/problems.jsonl --levels 1,2,3 \
         --policy heuristic --device cuda --out runs/heuristic [--workers 4] [--resume]
 
-Episodes run as RQ jobs when Redis is configured (--redis URL or REDIS_URL; queue `staff-gpu` for --device cuda,
+Episodes run as RQ jobs when Redis is configured (--redis-url URL or REDIS_URL; queue `staff-gpu` for --device cuda,
 `staff-cpu` for --device cpu; start workers with `rq worker staff-gpu --url URL`), otherwise here in --workers
 processes. Each result lands in OUT/results.jsonl as it finishes; --resume runs only what is missing (and collects
 what workers finished while this command was away). --compare strict,relaxed runs every problem under each sandbox setting and
@@ -75,7 +75,7 @@ def add_arguments(parser):
     run.add_argument("--out", required=True, help="the evaluation's folder")
     run.add_argument("--resume", action="store_true", help="continue the evaluation in --out")
     run.add_argument("--workers", type=int, default=None, help="parallel episodes when running in-process (default 1)")
-    run.add_argument("--redis", default=os.environ.get("REDIS_URL", ""),
+    run.add_argument("--redis-url", "--redis", dest="redis", default=os.environ.get("REDIS_URL", ""),
                      help="run episodes as RQ jobs on this Redis (default: REDIS_URL)")
     run.add_argument("--in-process", action="store_true", help="run here even when Redis is configured")
     run.add_argument("--queue", default=None, help="RQ queue (default: staff-gpu for cuda, staff-cpu for cpu)")

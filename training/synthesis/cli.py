@@ -51,7 +51,8 @@ def add_arguments(parser):
     parser.add_argument("--redis-url", help="default REDIS_URL or redis://127.0.0.1:6379/0")
     parser.add_argument("--max-attempts", type=int, help="stop after this many candidates (default 50 x --count)")
     parser.add_argument("--time-limit", type=float, help="seconds after which no new candidate starts")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("-q", "--quiet", "--no-progress", dest="no_progress", action="store_true",
+                        help="no progress bar")
     parser.add_argument("--list-seeds", action="store_true", help="print the seed catalogue as JSON lines and exit")
 
 
