@@ -44,9 +44,12 @@ class TransformersPolicy(Policy):
     def generate(self, messages, tools, max_new_tokens=None, temperature=None, prompt_ids=None):
         """The model's raw answer to MESSAGES, with the exact prompt and response tokens and their logprobs.
         PROMPT_IDS, when given, are MESSAGES already tokenized (a trainer continuing an episode token for token)."""
-        import torch
+        prompt_ids, max_new_tokens = self.prompt(messages, tools, max_new_tokens, prompt_ids)
+        return self.decode(prompt_ids, max_new_tokens, self.temperature if temperature is None else temperature)
+
+    def prompt(self, messages, tools, max_new_tokens=None, prompt_ids=None):
+        """(prompt ids, the answer's token budget) of MESSAGES; ContextTooLong when the prompt fills the context."""
         max_new_tokens = max_new_tokens or self.max_new_tokens
-        temperature = self.temperature if temperature is None else temperature
         if prompt_ids is None:
             prompt = self.tokenizer.apply_chat_template(template_messages(messages), tools=tools or None,
                                                         add_generation_prompt=True, tokenize=False)
@@ -56,6 +59,11 @@ class TransformersPolicy(Policy):
                                  f"the prompt has {len(prompt_ids)}")
         if self.max_context:
             max_new_tokens = min(max_new_tokens, self.max_context - len(prompt_ids))
+        return prompt_ids, max_new_tokens
+
+    def decode(self, prompt_ids, max_new_tokens, temperature):
+        """One sequence's Generation with `generate` (a trainer's policy batches many instead)."""
+        import torch
         eos = self.lm.generation_config.eos_token_id or self.tokenizer.eos_token_id
         eos = set(eos if isinstance(eos, list) else [eos])
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}

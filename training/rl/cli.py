@@ -28,6 +28,7 @@ def add_arguments(parser):
 def run(args):
     from training.rl.metrics import TrainingCollapsed
     from training.rl.models import ModelError
+    from training.rl.reload import ReloadError
     from training.rl.rft import RFTError
     from training.rl.rollouts import RolloutError
     from training.rl.tasks import TaskError
@@ -40,7 +41,7 @@ def run(args):
     except TrainingCollapsed as exc:
         print(f"stopped: {exc}", file=sys.stderr)
         return EXIT_COLLAPSE
-    except (ConfigError, TaskError, ModelError, RolloutError, RFTError, TokenizationError) as exc:
+    except (ConfigError, TaskError, ModelError, RolloutError, RFTError, TokenizationError, ReloadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

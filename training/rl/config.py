@@ -9,6 +9,10 @@ class ConfigError(ValueError):
     """The run configuration is invalid; the message names the key and what is allowed."""
 
 
+class StaleServerError(ConfigError):
+    """Rollouts would reach a policy server that keeps its first weights; the message says how to make it reload."""
+
+
 @dataclass
 class ModelConfig:
     path: str | None = None  # a local transformers checkpoint; None: a small model built from the fields below
@@ -47,12 +51,17 @@ class EpisodeConfig:
 @dataclass
 class RolloutsConfig:
     backend: str = "inprocess"  # inprocess (episodes in this process) or rq (jobs on an RQ queue)
-    workers: int = 1  # inprocess: episodes run at once (threads; generation is serialized, tools overlap)
+    workers: int = 1  # inprocess: episodes run at once (threads: their tool calls overlap, answers are batched)
+    max_batch: int = 32  # inprocess: answers generated together at most (1: one sequence at a time)
+    max_batch_tokens: int = 262144  # inprocess: a batch's rows x (prompt + answer) tokens at most
+    batch_wait_s: float = 0.2  # inprocess: how long a batch waits for episodes still in a tool call
     queue: str = "staff-gpu"  # rq: the queue GPU workers take staff jobs from (studio/queues.py)
     redis_url: str = ""  # rq: default REDIS_URL or redis://127.0.0.1:6379/0
     policy: str = "transformers"  # rq: how workers reach the policy: transformers (load the pushed checkpoint)
     #                              or openai (an endpoint serving it: agent.serve started here, or vLLM)
     base_url: str = ""  # rq + openai: an endpoint already serving the policy (vLLM); empty: start agent.serve
+    reload: str = "none"  # how base_url's server takes each pushed actor: none (refused for actor episodes) or
+    #                       vllm (its sleep / reload_weights endpoints: training/rl/reload.py)
     job_timeout_s: int = 3600
     format_penalty: float = 0.0  # reward added per turn whose tool calls could not be parsed (<= 0)
     turn_penalty: float = 0.0  # reward added per turn (<= 0): makes long, redundant searches cost
@@ -149,12 +158,14 @@ class RunConfig:
             (self.episode.device in ("cpu", "cuda"), "episode.device must be cpu or cuda"),
             (self.rollouts.backend in ("inprocess", "rq"), "rollouts.backend must be inprocess or rq"),
             (self.rollouts.policy in ("transformers", "openai"), "rollouts.policy must be transformers or openai"),
+            (self.rollouts.reload in ("none", "vllm"), "rollouts.reload must be none or vllm"),
             (self.rft.source in ("heuristic", "policy"), "rft.source must be heuristic or policy"),
             (self.ppo.guards.action in ("stop", "warn"), "ppo.guards.action must be stop or warn"),
             (set(self.stages) <= set(STAGES), f"stages must be among {', '.join(STAGES)}"),
             (0 <= self.tasks.held_out < 1, "tasks.held_out must be in [0, 1)"),
             (0 < self.ppo.gamma <= 1 and 0 <= self.ppo.lam <= 1, "ppo.gamma must be in (0, 1], ppo.lam in [0, 1]"),
             (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),
+            (self.rollouts.max_batch >= 1, "rollouts.max_batch must be at least 1 (1: one sequence at a time)"),
             (self.rollouts.format_penalty <= 0 and self.rollouts.turn_penalty <= 0, "penalties must be <= 0"),
         ]
         for ok, message in checks:
@@ -162,6 +173,24 @@ class RunConfig:
                 raise ConfigError(message)
         if not self.tasks.source:
             raise ConfigError("tasks.source is required: a JSONL of problems (name, code) or a folder of .py files")
+        if self.actor_episodes():
+            refuse_stale(self.rollouts, f"the stages {', '.join(self.stages)}")
+
+    def actor_episodes(self):
+        """Whether the stages run episodes of a changing actor on the rollout workers (not the heuristic's only)."""
+        return self.rollouts.backend == "rq" and self.rollouts.policy == "openai" and (
+            "ppo" in self.stages or ("value" in self.stages and self.value.episodes > 0)
+            or ("rft" in self.stages and self.rft.source == "policy") or self.eval_episodes > 0)
+
+
+def refuse_stale(rollouts, who="PPO"):
+    """StaleServerError when ROLLOUTS points the actor's episodes at a server that never reloads its weights."""
+    if rollouts.base_url and rollouts.reload != "vllm":
+        raise StaleServerError(
+            f"rollouts.base_url {rollouts.base_url} serves fixed weights: {who} would roll out the first checkpoint "
+            f"forever. Set rollouts.reload: vllm and start the server on RUN/policy with VLLM_SERVER_DEV_MODE=1 and "
+            f"--enable-sleep-mode (it then reloads after each step), or leave rollouts.base_url empty (agent.serve "
+            f"is then restarted on each push)")
 
 
 STAGES = ("single_turn", "rft", "value", "ppo")

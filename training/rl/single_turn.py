@@ -4,7 +4,6 @@ rewards it, and a short PPO phase lifts raw kernel-writing ability before the ac
     python -m training train CONFIG.yaml --stage single_turn
 """
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +13,7 @@ import torch
 from sandbox import EvalConfig, SandboxError, evaluate
 from training.rl.metrics import Guards, Metrics, step_stats
 from training.rl.ppo import update
+from training.rl.generation import BatchedGenerator
 from training.rl.rollouts import LivePolicy
 from training.rl.tokens import Sample
 
@@ -61,12 +61,15 @@ def train(run):
     metrics = Metrics(run.dir, "single_turn")
     e = run.config.episode
     eval_config = EvalConfig(device=e.device, **e.eval)
-    policy = LivePolicy(acc.unwrap_model(actor), run.tokenizer, acc.device, threading.Lock(),
-                        temperature=e.temperature, max_new_tokens=cfg.max_new_tokens, max_context=e.context_tokens)
+    r = run.config.rollouts
+    generator = BatchedGenerator(acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens)
+    policy = LivePolicy(generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens,
+                        max_context=e.context_tokens)
     for step in run.progress(range(start, cfg.steps), "single_turn", cfg.steps, start):
         t0 = time.monotonic()
         tasks = run.train_tasks(cfg.prompts_per_step, step)
-        generations = [policy.generate(messages(task, e.device), None) for task in tasks]
+        generations = generator.generate_all([policy.prompt(messages(task, e.device), None) for task in tasks],
+                                             e.temperature)
         folder = Path(run.episodes_dir("single_turn", step))
         with ThreadPoolExecutor(run.config.rollouts.workers) as pool:
             verdicts = list(pool.map(lambda i: score(tasks[i], generations[i].text, folder / f"{i:03d}-{tasks[i].name}",
@@ -89,5 +92,6 @@ def train(run):
             run.log.warning("single_turn step %d: %s", step, alarm)
         if alarms or (step + 1) % run.config.checkpoint_every == 0 or step + 1 == cfg.steps:
             run.save("single_turn", step, {"actor": actor, "critic": critic}, optimizers, guards.state())
+    generator.close()
     metrics.close()
     return acc.unwrap_model(actor)

@@ -1,0 +1,94 @@
+"""Batched generation (training/rl/generation.py) answers as one-at-a-time generation does: at temperature 0 the
+same tokens and log-probs for prompts of different lengths, on tiny randomly initialised Qwen2 and Llama models
+saved and loaded like any checkpoint; episodes asking from their own threads share batches."""
+import threading
+
+import pytest
+import torch
+
+from agent.policies.transformers_policy import TransformersPolicy
+from training.rl.generation import BatchedGenerator
+from training.rl.models import train_tokenizer
+
+TEXTS = ["__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; }",
+         "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n",
+         "verify compile submit read_file write_file problem.py kernels/add.cu binding.cpp"] * 3
+PROMPTS = ["def forward(self, x):", "__global__ void relu(float* x)", "import torch", "verify the kernel, then submit",
+           "x"]
+
+
+@pytest.fixture(scope="module", params=["qwen2", "llama"])
+def checkpoint(request, tmp_path_factory):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    tokenizer = train_tokenizer(TEXTS, 300)
+    config = AutoConfig.for_model(request.param, vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  max_position_embeddings=256, eos_token_id=tokenizer.eos_token_id,
+                                  pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp(request.param)
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def prompt_ids(policy):
+    return [policy.tokenizer(text, add_special_tokens=False)["input_ids"] for text in PROMPTS]
+
+
+def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temperature_0(checkpoint):
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=16)
+    prompts = prompt_ids(policy)
+    assert len({len(p) for p in prompts}) > 2  # rows of several lengths: left padding is exercised
+    alone = [policy.decode(ids, 16, 0.0) for ids in prompts]
+    assert max(len(g.response_token_ids) for g in alone) > 4
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8)
+    try:
+        together = generator.generate_all([(ids, 16) for ids in prompts], 0.0)
+    finally:
+        generator.close()
+    assert generator.stats["batches"] == 1 and generator.stats["rows"] == len(prompts)
+    for one, batched in zip(alone, together):
+        assert batched.response_token_ids == one.response_token_ids
+        assert batched.prompt_token_ids == one.prompt_token_ids
+        assert (batched.text, batched.finish_reason) == (one.text, one.finish_reason)
+        assert batched.response_logprobs == pytest.approx(one.response_logprobs, abs=1e-4)
+
+
+def test_episodes_asking_from_their_threads_share_batches_and_get_their_own_answers(checkpoint):
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=12)
+    prompts = prompt_ids(policy)
+    alone = [policy.decode(ids, 12, 0.0).response_token_ids for ids in prompts]
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8, wait_s=5.0)
+    answers = [None] * len(prompts)
+
+    def episode(i):
+        try:
+            for _ in range(2):  # two turns: each waits for the others, who are all live
+                answers[i] = generator.generate(prompts[i], 12, 0.0).response_token_ids
+        finally:
+            generator.leave()
+
+    for _ in prompts:
+        generator.join()
+    threads = [threading.Thread(target=episode, args=(i,)) for i in range(len(prompts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    generator.close()
+    assert answers == alone
+    # every episode was live and asking, so each turn was one batch of all of them
+    assert generator.stats["rows"] == 2 * len(prompts) and generator.stats["batches"] == 2
+
+
+def test_a_batch_respects_the_token_budget_and_the_row_limit(checkpoint):
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=8)
+    prompts = prompt_ids(policy)
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=2)
+    try:
+        out = generator.generate_all([(ids, 8) for ids in prompts], 0.0)
+    finally:
+        generator.close()
+    assert [g.prompt_token_ids for g in out] == prompts
+    assert generator.stats["batches"] == 3 and all(len(g.response_token_ids) <= 8 for g in out)
