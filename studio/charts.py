@@ -61,3 +61,44 @@ def bar_chart(title, bars):
         f'<svg class="chart" style="width:{WIDTH}px;max-height:none" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="{escape(title)}" data-bars="{len(bars)}">'
         f'<text x="4" y="12" class="chart-title">{escape(title)}</text>{"".join(rows)}</svg>')
+
+
+def speedup_bars(speedups):
+    """An SVG of speedups (studio.verdicts.Speedup) as bars from the 1x line on a log scale (right: faster, left:
+    slower), each with its spread as an error bar, or '' with none."""
+    if not speedups:
+        return ""
+    width, label_w, value_w, row, top = 560, 200, 120, 26, 20
+    span = width - label_w - value_w
+    extent = max(math.log(2.0), *(abs(math.log(v)) for s in speedups for v in (s.low, s.high, s.speedup) if v > 0))
+    extent *= 1.1
+
+    def x(value):
+        value = min(max(value, math.exp(-extent)), math.exp(extent))
+        return label_w + span * (math.log(value) + extent) / (2 * extent)
+
+    one = x(1.0)
+    height = top + row * len(speedups) + 8
+    rows = []
+    for i, s in enumerate(speedups):
+        y = top + i * row
+        left, right = sorted((one, x(s.speedup)))
+        faster = "faster" if s.speedup >= 1 else "slower"
+        spread = f" ({_num(s.low)}–{_num(s.high)})" if s.high - s.low > 1e-9 else ""
+        rows.append(
+            f'<g class="bar {faster} {s.precision}" data-baseline="{escape(s.baseline)}" data-precision="{s.precision}"'
+            f' data-speedup="{s.speedup:.4f}">'
+            f'<title>{escape(s.label)}: {s.speedup:.2f}x{spread}, baseline {_num(s.baseline_ms)} ms</title>'
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" class="chart-axis">{escape(s.label)}</text>'
+            f'<rect x="{left:.1f}" y="{y + 4}" width="{max(right - left, 1.0):.1f}" height="{row - 10}"/>'
+            f'<line class="whisker" x1="{x(s.low):.1f}" x2="{x(s.high):.1f}" y1="{y + row / 2 - 1}" '
+            f'y2="{y + row / 2 - 1}"/>'
+            f'<line class="whisker" x1="{x(s.low):.1f}" x2="{x(s.low):.1f}" y1="{y + 7}" y2="{y + row - 9}"/>'
+            f'<line class="whisker" x1="{x(s.high):.1f}" x2="{x(s.high):.1f}" y1="{y + 7}" y2="{y + row - 9}"/>'
+            f'<text x="{label_w + span + 8}" y="{y + 15}" class="chart-value">{s.speedup:.2f}x{spread}</text></g>')
+    return mark_safe(
+        f'<svg class="speedups" viewBox="0 0 {width} {height}" role="img" aria-label="speedup against each baseline">'
+        f'<text x="{one:.1f}" y="12" text-anchor="middle" class="chart-axis">1x</text>'
+        f'<text x="{label_w}" y="12" class="chart-axis">slower</text>'
+        f'<text x="{label_w + span}" y="12" text-anchor="end" class="chart-axis">faster</text>'
+        f'<line class="one" x1="{one:.1f}" x2="{one:.1f}" y1="14" y2="{height - 4}"/>{"".join(rows)}</svg>')

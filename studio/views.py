@@ -67,7 +67,7 @@ def validation_status(request, job_id):
 def problem_detail(request, pk):
     problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
     form = RunForm(initial={"device": problem.device})
-    runs = visible(problem.runs.all(), request.user)
+    runs = visible(problem.runs.select_related("best_version"), request.user)
     return render(request, "studio/problem_detail.html", {"problem": problem, "form": form, "runs": runs})
 
 
@@ -77,12 +77,19 @@ def run_new(request, pk):
     problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
     form = RunForm(request.POST)
     if not form.is_valid():
-        return render(request, "studio/problem_detail.html", {"problem": problem, "form": form}, status=400)
-    run = Run.objects.create(owner=request.user, problem=problem, **form.cleaned_data)
-    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=request.user.pk,
+        return render(request, "studio/problem_detail.html",
+                      {"problem": problem, "form": form, "runs": visible(problem.runs.all(), request.user)},
+                      status=400)
+    return redirect("run", start_run(request.user, problem, **form.cleaned_data).pk)
+
+
+def start_run(owner, problem, **fields):
+    """Store a run of PROBLEM and queue its episode on the device's users' queue; the Run."""
+    run = Run.objects.create(owner=owner, problem=problem, **fields)
+    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=owner.pk,
                                 timeout=settings.KS_RUN_TIMEOUT)
     run.save(update_fields=["job_id"])
-    return redirect("run", run.pk)
+    return run
 
 
 @login_required
@@ -93,7 +100,14 @@ def run_detail(request, pk):
     waiting = queues.waiting(run.job_id) if run.status == Run.Status.QUEUED else None
     return render(request, "studio/run_detail.html", {"run": run, "events": [e.to_message() for e in events],
                                                       "last_seq": events[-1].seq if events else 0,
-                                                      "waiting": waiting})
+                                                      "waiting": waiting, "finished": Run.FINISHED})
+
+
+@login_required
+def run_summary(request, pk):
+    """The run's actions, failure and verdict: re-fetched by its page whenever the run's status changes."""
+    run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version"), request.user), pk=pk)
+    return render(request, "studio/_run_summary.html", {"run": run})
 
 
 @login_required

@@ -2,6 +2,7 @@
 // and the chosen version's files in a read-only Monaco (CUDA highlighting), or its diff against another version;
 // a link opens the chosen version in the editor.
 (function () {
+  const KS = window.KS;
   const panel = document.getElementById("kernels");
   const chart = document.getElementById("runtime-chart");
   const pickA = document.getElementById("version-a");
@@ -17,29 +18,48 @@
     return "#" + v.id + " · reward " + v.reward + " · " + ms + (v.best ? " · best" : "");
   }
 
+  // Runtime per verified version (x: the versions in order, labelled by id), the baselines as dashed lines labelled
+  // at the right edge (moved apart when close), the y axis from 0 with its top value.
   function drawChart() {
     const ok = versions.filter((v) => v.runtime_ms);
     chart.innerHTML = "";
     if (!ok.length) return;
     const last = ok[ok.length - 1];
-    const top = Math.max(...ok.map((v) => v.runtime_ms), last.eager_ms || 0, last.compiled_ms || 0) * 1.1;
-    const x = (i) => 40 + (ok.length === 1 ? 260 : (i * 540) / (ok.length - 1));
-    const y = (ms) => 150 - (ms / top) * 140;
+    const top = Math.max(...ok.map((v) => v.runtime_ms), last.eager_ms || 0, last.compiled_ms || 0) * 1.15;
+    const left = 56, right = 470, bottom = 145, height = 125;
+    const x = (i) => left + (ok.length === 1 ? (right - left) / 2 : (i * (right - left)) / (ok.length - 1));
+    const y = (ms) => bottom - (ms / top) * height;
     const ns = "http://www.w3.org/2000/svg";
     const add = (tag, attrs, text) => {
       const node = document.createElementNS(ns, tag);
       Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, v));
       if (text) node.textContent = text;
       chart.appendChild(node);
+      return node;
     };
+    add("line", { x1: left, x2: right, y1: bottom, y2: bottom, stroke: "#c9ced8" });
+    add("text", { x: left - 6, y: bottom + 4, "text-anchor": "end", "font-size": 10, fill: "#5b6475" }, "0");
+    add("text", { x: left - 6, y: bottom - height + 4, "text-anchor": "end", "font-size": 10, fill: "#5b6475" },
+        Number(top).toPrecision(3));
+    add("text", { x: 4, y: 12, "font-size": 10, fill: "#5b6475" }, "ms per call");
+    const labels = [];
     [["eager", last.eager_ms, "#8a6d00"], ["torch.compile", last.compiled_ms, "#5b6475"]].forEach(([name, ms, color]) => {
       if (!ms) return;
-      add("line", { x1: 40, x2: 590, y1: y(ms), y2: y(ms), stroke: color, "stroke-dasharray": "4 3" });
-      add("text", { x: 42, y: y(ms) - 3, fill: color, "font-size": 10 }, name + " " + Number(ms).toFixed(4) + " ms");
+      add("line", { x1: left, x2: right, y1: y(ms), y2: y(ms), stroke: color, "stroke-dasharray": "4 3" });
+      labels.push({ y: y(ms), text: name + " " + KS.fmtMs(ms), color });
     });
+    labels.sort((a, b) => a.y - b.y);
+    for (let i = 1; i < labels.length; i++) labels[i].y = Math.max(labels[i].y, labels[i - 1].y + 12);
+    labels.forEach((l) => add("text", { x: right + 6, y: l.y + 4, fill: l.color, "font-size": 10 }, l.text));
     add("polyline", { points: ok.map((v, i) => x(i) + "," + y(v.runtime_ms)).join(" "), fill: "none",
                       stroke: "#2f6f4f", "stroke-width": 2 });
-    ok.forEach((v, i) => add("circle", { cx: x(i), cy: y(v.runtime_ms), r: 3, fill: "#2f6f4f" }));
+    ok.forEach((v, i) => {
+      const dot = add("circle", { cx: x(i), cy: y(v.runtime_ms), r: v.best ? 5 : 3, fill: "#2f6f4f" });
+      dot.appendChild(document.createElementNS(ns, "title")).textContent = label(v);
+      if (ok.length <= 12 || v.best || i === ok.length - 1) {
+        add("text", { x: x(i), y: bottom + 14, "text-anchor": "middle", "font-size": 10, fill: "#5b6475" }, "#" + v.id);
+      }
+    });
   }
 
   function fillPickers() {
@@ -87,7 +107,13 @@
   function refresh() {
     return fetch(panel.dataset.versions, { credentials: "same-origin" })
       .then((r) => r.json())
-      .then((data) => { versions = data.versions; fillPickers(); drawChart(); show(); });
+      .then((data) => {
+        versions = data.versions;
+        panel.hidden = !versions.length;  // no empty panel before the first verified version
+        fillPickers();
+        drawChart();
+        show();
+      });
   }
 
   [pickA, pickB, pickFile].forEach((el) => el.addEventListener("change", () => {

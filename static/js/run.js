@@ -61,25 +61,41 @@
     document.getElementById("version-rows").appendChild(row);
   }
 
+  const FINISHED = ["succeeded", "failed", "cancelled"];
+
+  // The run's actions, failure and verdict are rendered by the server (one renderer): ask htmx to fetch them again.
+  function summaryChanged() {
+    document.body.dispatchEvent(new CustomEvent("run-changed"));
+  }
+
   function show(event) {
     if (event.seq <= lastSeq) return;
     lastSeq = event.seq;
     timeline.dataset.lastSeq = String(lastSeq);
     const p = event.payload;
     if (event.kind === "turn") {
+      const waiting = document.getElementById("turns-waiting");
+      if (waiting) waiting.remove();
       timeline.appendChild(turnCard(p));
     } else if (event.kind === "status") {
       const status = document.getElementById("run-status");
       status.textContent = p.status;
       status.className = "status-" + p.status;
-      if (p.error) document.getElementById("run-error").textContent = p.error;
+      const finished = FINISHED.includes(p.status);
+      const layout = document.getElementById("run-layout");
+      layout.classList.toggle("live", !finished);
+      layout.classList.toggle("done", finished);
+      if (live) summaryChanged();  // stored events replayed at load are already in the page's summary
     } else if (event.kind === "version") {
+      document.getElementById("versions").hidden = false;
       versionRow(p);
     } else if (event.kind === "evaluation") {
       evaluationCard(p);
     }
   }
 
+  let live = false;
   JSON.parse(document.getElementById("stored-events").textContent).forEach(show);
+  live = true;
   KS.followRun(runId, lastSeq, show);
 })();
