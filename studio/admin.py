@@ -5,7 +5,51 @@ from django.contrib import admin
 admin.site.site_header = "Kernel Studio admin"
 admin.site.site_title = "Kernel Studio"
 
-from studio.models import BenchEvaluation, ServedCheckpoint, TrainingRun  # noqa: E402 (after the site's titles)
+from studio.models import (BenchEvaluation, Evaluation, KernelVersion, Problem, Run, RunEvent,  # noqa: E402
+                           ServedCheckpoint, SynthesisRun, TrainingRun)
+
+
+@admin.register(Problem)
+class ProblemAdmin(admin.ModelAdmin):
+    list_display = ("pk", "name", "device", "owner", "eager_ms", "compiled_ms", "created_at")
+    list_filter = ("device",)
+    search_fields = ("name", "owner__username", "sha256")
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("pk", "problem", "owner", "policy", "device", "status", "last_seq", "created_at", "finished_at")
+    list_filter = ("status", "device", "policy")
+    search_fields = ("problem__name", "owner__username", "job_id")
+    raw_id_fields = ("problem", "best_version", "start_version")
+
+
+@admin.register(RunEvent)
+class RunEventAdmin(admin.ModelAdmin):
+    list_display = ("pk", "run", "seq", "kind", "created_at")
+    list_filter = ("kind",)
+    raw_id_fields = ("run",)
+
+
+@admin.register(KernelVersion)
+class KernelVersionAdmin(admin.ModelAdmin):
+    list_display = ("pk", "problem", "run", "author", "human_edit", "reward", "runtime_ms", "created_at")
+    list_filter = ("human_edit",)
+    search_fields = ("problem__name", "author")
+    raw_id_fields = ("problem", "run", "parent")
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(admin.ModelAdmin):
+    list_display = ("pk", "base", "run", "owner", "status", "created_at")
+    list_filter = ("status",)
+    raw_id_fields = ("base", "run", "kept_version")
+
+
+@admin.register(SynthesisRun)
+class SynthesisRunAdmin(admin.ModelAdmin):
+    list_display = ("pk", "count", "device", "workers", "status", "created_by", "created_at")
+    list_filter = ("status", "device")
 
 
 @admin.register(BenchEvaluation)

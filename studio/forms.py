@@ -3,32 +3,54 @@ from django import forms
 from django.conf import settings
 
 
-class ProblemUploadForm(forms.Form):
+class DeviceDefault:
+    """A form whose `device` starts at what this deployment can run (studio.devices): no GPU, the CPU."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound and "device" not in self.initial:
+            from studio.devices import default_device
+            self.fields["device"].initial = default_device()
+
+
+class ProblemUploadForm(DeviceDefault, forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="defaults to the file's name")
     file = forms.FileField(required=False)
     code = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}), required=False)
-    device = forms.ChoiceField(choices=[("cpu", "CPU (C++ kernels)"), ("cuda", "GPU (CUDA kernels)")], initial="cpu")
+    device = forms.ChoiceField(choices=[("cpu", "CPU (C++ kernels)"), ("cuda", "GPU (CUDA kernels)")])
 
     def clean(self):
+        """Each error lands on the field it is about, so the page shows it right there."""
         data = super().clean()
         upload, code = data.get("file"), (data.get("code") or "").strip()
         if bool(upload) == bool(code):
             raise forms.ValidationError("Upload a .py file or paste the module's code (one of the two).")
+        limit = _size(settings.KS_UPLOAD_LIMIT_BYTES)
         if upload:
             if upload.size > settings.KS_UPLOAD_LIMIT_BYTES:
-                raise forms.ValidationError(f"The file is {upload.size} bytes; the limit is "
-                                            f"{settings.KS_UPLOAD_LIMIT_BYTES} bytes.")
+                self.add_error("file", f"The file is {_size(upload.size)}; the limit is {limit}.")
+                return data
             raw = upload.read()
             try:
                 code = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise forms.ValidationError(f"The file is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+                self.add_error("file", f"The file is not UTF-8 text ({exc.reason} at byte {exc.start}).")
+                return data
             data["name"] = data.get("name") or upload.name.rsplit(".", 1)[0]
-        if len(code.encode()) > settings.KS_UPLOAD_LIMIT_BYTES:
-            raise forms.ValidationError(f"The code is over the limit of {settings.KS_UPLOAD_LIMIT_BYTES} bytes.")
+        elif len(code.encode()) > settings.KS_UPLOAD_LIMIT_BYTES:
+            self.add_error("code", f"The code is {_size(len(code.encode()))}; the limit is {limit}.")
+            return data
         data["source"] = code
         data["name"] = data.get("name") or "problem"
         return data
+
+
+def _size(count):
+    """A byte count for people: 52.0 MB, 1.0 MB, 900 bytes."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 class RunForm(forms.Form):
@@ -59,7 +81,7 @@ SANDBOX_SETTINGS = [("strict", "strict (no PyTorch compute in the solution)"),
                     ("strict+events", "strict, timed per call with events")]
 
 
-class BenchEvaluationForm(forms.Form):
+class BenchEvaluationForm(DeviceDefault, forms.Form):
     """A KernelBench evaluation to launch from the staff area."""
     levels = forms.MultipleChoiceField(choices=[("1", "Level 1"), ("2", "Level 2"), ("3", "Level 3")],
                                        initial=["1", "2", "3"], widget=forms.CheckboxSelectMultiple)
@@ -82,7 +104,7 @@ class BenchEvaluationForm(forms.Form):
         return data
 
 
-class SynthesisForm(forms.Form):
+class SynthesisForm(DeviceDefault, forms.Form):
     """A task-synthesis run to launch from the staff area."""
     count = forms.IntegerField(min_value=1, max_value=100000, initial=100, help_text="tasks to keep")
     device = forms.ChoiceField(choices=[("cuda", "GPU"), ("cpu", "CPU")])

@@ -8,7 +8,7 @@ import dj_database_url
 from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
-from studio.lib.env import env_bool, env_int, env_secret, env_str
+from studio.lib.env import env_bool, env_int, env_secret, env_str, env_switch
 from studio.lib.secret_key import local_secret_key
 from studio.queues import NAMES as QUEUE_NAMES
 
@@ -65,6 +65,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "studio.context_processors.vendor",
+                "studio.context_processors.features",
             ],
         },
     },
@@ -99,6 +100,10 @@ KS_POLICY_BASE_URL = env_str("KS_POLICY_BASE_URL", "http://127.0.0.1:8001/v1")
 KS_POLICY_MODEL = env_str("KS_POLICY_MODEL", "kernel-studio-policy")
 KS_POLICY_API_KEY = env_secret("KS_POLICY_API_KEY", "")
 
+# The target forms offer first; empty: CUDA where a GPU worker is live or this host has a GPU, else the CPU.
+KS_DEFAULT_DEVICE = env_str("KS_DEFAULT_DEVICE", "")
+if KS_DEFAULT_DEVICE not in ("", "cpu", "cuda"):
+    raise ImproperlyConfigured(f"KS_DEFAULT_DEVICE={KS_DEFAULT_DEVICE!r}: use 'cpu', 'cuda' or leave it empty")
 # Where runstudio binds daphne.
 KS_HOST = env_str("KS_HOST", "127.0.0.1")
 KS_PORT = env_int("KS_PORT", 8000)
@@ -109,6 +114,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Whether people may create their own accounts at /accounts/signup (KS_SIGNUP=on|off); off, staff create them.
+KS_SIGNUP = env_switch("KS_SIGNUP", True)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -3,15 +3,21 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from studio import benchmarks, datasets, edits, liveness, staff, training_runs, views
+from studio import accounts, benchmarks, datasets, edits, lists, liveness, staff, training_runs, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("problems/", lists.problem_list, name="problems"),
     path("problems/new", views.problem_new, name="problem_new"),
+    path("problems/<int:pk>/delete", lists.problem_delete, name="problem_delete"),
     path("problems/validation/<str:job_id>", views.validation_status, name="validation_status"),
     path("problems/<int:pk>", views.problem_detail, name="problem"),
     path("problems/<int:pk>/runs", views.run_new, name="run_new"),
+    path("runs/", lists.run_list, name="runs"),
     path("runs/<int:pk>", views.run_detail, name="run"),
+    path("runs/<int:pk>/summary", views.run_summary, name="run_summary"),
+    path("runs/<int:pk>/retry", lists.run_retry, name="run_retry"),
+    path("runs/<int:pk>/delete", lists.run_delete, name="run_delete"),
     path("runs/<int:pk>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/waiting", views.run_waiting, name="run_waiting"),
     path("runs/<int:pk>/versions.json", views.run_versions, name="run_versions"),
@@ -25,6 +31,7 @@ urlpatterns = [
     path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),
     path("jobs/<str:job_id>/worker", liveness.job_worker, name="job_worker"),
     path("healthz", views.healthz, name="healthz"),
+    path("accounts/signup", accounts.signup, name="signup"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("staff/", staff.landing, name="staff"),
     path("staff/evaluations/", benchmarks.evaluation_list, name="bench_evaluations"),

@@ -42,3 +42,13 @@ def env_secret(name: str, default: str) -> str:
         except OSError as e:
             raise ImproperlyConfigured(f"{name}_FILE={path!r}: {e.strerror}") from None
     return default if value is None else value
+
+
+def env_switch(name: str, default: bool) -> bool:
+    """A feature switch written 'on' or 'off' (anything else is refused, as env_bool does)."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value not in ("on", "off"):
+        raise ImproperlyConfigured(f"{name}={value!r}: use 'on' or 'off'")
+    return value == "on"
