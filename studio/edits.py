@@ -41,9 +41,13 @@ def version_edit(request, pk):
 
 
 def _edit_page(request, version, handback, status=200):
+    diff_with = [{"id": v.pk, "label": f"#{v.pk} · {'agent' if v.author == 'agent' else 'edit by ' + v.author}"
+                                        f" · reward {v.reward}"}
+                 for v in version.run.versions.exclude(pk=version.pk).order_by("-created_at")]
     return render(request, "studio/version_edit.html", {
         "version": version, "run": version.run, "last_seq": version.run.last_seq, "files": version.files,
-        "handback": handback}, status=status)
+        "handback": handback, "diff_with": diff_with, "before_title": f"Before: version #{version.pk}",
+        "agent_parent": version.parent_id if version.human_edit else None}, status=status)
 
 
 @login_required
@@ -73,6 +77,15 @@ def evaluation_detail(request, pk):
     waiting = queues.waiting(evaluation.job_id) if evaluation.status == Evaluation.Status.QUEUED else None
     return JsonResponse({**actions.evaluation_message(evaluation),
                          "waiting": waiting and {"ahead": waiting.ahead, "queue": waiting.queue}})
+
+
+@login_required
+@require_GET
+def evaluation_verdict(request, pk):
+    """The evaluation's verdict as the editor shows it beside the version's own (rendered here, as every verdict)."""
+    evaluation = _evaluation(request, pk)
+    return render(request, "studio/_evaluation_verdict.html",
+                  {"evaluation": evaluation, "title": f"After: your edit (evaluation #{evaluation.pk})"})
 
 
 @login_required

@@ -27,6 +27,7 @@ urlpatterns = [
     path("versions/<int:pk>/handback", edits.version_handback, name="version_handback"),
     path("evaluations/<int:pk>", edits.evaluation_detail, name="evaluation"),
     path("evaluations/<int:pk>/keep", edits.evaluation_keep, name="evaluation_keep"),
+    path("evaluations/<int:pk>/verdict", edits.evaluation_verdict, name="evaluation_verdict"),
     path("versions/<int:pk>/package", views.version_package, name="version_package"),
     path("versions/<int:pk>/package/<str:filename>", views.version_package_file, name="version_package_file"),
     path("jobs/<str:job_id>/worker", liveness.job_worker, name="job_worker"),

@@ -1,5 +1,7 @@
 // The kernel editor: one Monaco model per file of the version, evaluated on a worker with the verdict streamed
-// back over the run's WebSocket; compiler errors become markers on their lines; an evaluated edit can be kept.
+// back over the run's WebSocket; compiler errors become markers on their lines; an evaluated edit can be kept. The
+// edit's verdict is shown beside the version's (rendered by the server), and the editor can diff the edit against
+// the version as opened or any other version of the run (Monaco's diff editor, the edited side still editable).
 (function () {
   const KS = window.KS;
   const panel = document.getElementById("edit");
@@ -11,6 +13,8 @@
   const trials = document.getElementById("verdict-trials");
   const logBox = document.getElementById("verdict-log");
   const kept = document.getElementById("kept");
+  const diffAgainst = document.getElementById("diff-against");
+  let others = null;  // version id -> files, fetched when a diff against another version is first asked for
   const csrf = panel.querySelector("input[name=csrfmiddlewaretoken]").value;
   const original = JSON.parse(document.getElementById("version-files").textContent);
   const models = {};
@@ -33,9 +37,44 @@
     return out;
   }
 
+  function otherText(path) {
+    if (diffAgainst.value === "opened") return Promise.resolve(original[path] || "");
+    const load = others ? Promise.resolve(others) : fetch(diffAgainst.dataset.versions, { credentials: "same-origin" })
+      .then((r) => r.json()).then((body) => {
+        others = {};
+        body.versions.forEach((v) => { others[String(v.id)] = v.files; });
+        return others;
+      });
+    return load.then((all) => (all[diffAgainst.value] || {})[path] || "");
+  }
+
+  // One editor at a time: the plain one, or a diff editor whose right side is the same editable model.
   function showFile() {
     if (!monaco) return;
-    editor.setModel(models[pickFile.value]);
+    const path = pickFile.value;
+    const node = document.getElementById("editor");
+    if (!diffAgainst.value) {
+      if (editor && editor.getModifiedEditor) { editor.dispose(); editor = null; }
+      if (!editor) editor = monaco.editor.create(node, { automaticLayout: true, minimap: { enabled: false } });
+      editor.setModel(models[path]);
+      panel.dataset.diff = "";
+      return;
+    }
+    otherText(path).then((text) => {
+      if (editor) editor.dispose();
+      editor = monaco.editor.createDiffEditor(node, { automaticLayout: true, originalEditable: false,
+                                                      renderSideBySide: true });
+      editor.setModel({ original: monaco.editor.createModel(text, KS.language(path)), modified: models[path] });
+      panel.dataset.diff = diffAgainst.value;
+    });
+  }
+
+  // The edit's verdict beside the version's: the server renders it as it renders every verdict.
+  function showAfter(id) {
+    fetch("/evaluations/" + id + "/verdict", { credentials: "same-origin" }).then((r) => r.text()).then((html) => {
+      if (id !== current) return;
+      document.getElementById("verdict-after").outerHTML = html;
+    });
   }
 
   // "…/kernels/k.cpp:12:5: error: …" (gcc, nvcc) and 'File "…/model_new.py", line 7' (Python) -> markers.
@@ -87,6 +126,7 @@
       return;
     }
     evaluateButton.disabled = false;
+    showAfter(p.evaluation);
     if (p.status === "failed") {
       statusLine.className = "error-text";
       statusLine.textContent = "The evaluation could not finish: " + p.error;
@@ -145,6 +185,7 @@
   });
 
   pickFile.addEventListener("change", showFile);
+  diffAgainst.addEventListener("change", showFile);
   KS.followRun(panel.dataset.run, Number(panel.dataset.lastSeq), (event) => {
     if (event.kind !== "evaluation") return;
     latest[event.payload.evaluation] = event.payload;
@@ -155,8 +196,7 @@
     Object.entries(original).forEach(([path, text]) => {
       models[path] = monaco.editor.createModel(text, KS.language(path), monaco.Uri.parse("file:///" + path));
     });
-    editor = monaco.editor.create(document.getElementById("editor"), { model: models[pickFile.value],
-      automaticLayout: true, minimap: { enabled: false } });
+    showFile();
     panel.dataset.ready = "1";
   });
 })();
