@@ -1,11 +1,13 @@
 """Staff pages of KernelBench evaluations: launch, progress (or the place in its queue), stop, the leaderboard and the
 per-problem drill-down."""
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio import jobs, queues, staff
@@ -82,6 +84,32 @@ def evaluation_leaderboard(request):
                   {"tables": leaderboard(done.order_by("created_at")), "columns": [c[1] for c in COLUMNS]})
 
 
+@dataclass
+class Progress:
+    """Where a running evaluation stands: problems done of all, the one it is on, time spent and time left."""
+    done: int
+    total: int
+    correct: int
+    current: str
+    elapsed_s: float | None
+    eta_s: float | None
+
+    @property
+    def percent(self):
+        return round(100 * self.done / self.total) if self.total else 0
+
+
+def progress_of(evaluation, now=None):
+    """The Progress of EVALUATION; the time left extrapolates the pace so far (None before the first result)."""
+    stored = evaluation.progress or {}
+    done, total = stored.get("done", 0), stored.get("total", 0)
+    end = evaluation.finished_at or now or timezone.now()
+    elapsed = (end - evaluation.started_at).total_seconds() if evaluation.started_at else None
+    running = evaluation.status == BenchEvaluation.Status.RUNNING
+    eta = elapsed / done * (total - done) if running and elapsed is not None and done and total > done else None
+    return Progress(done, total, stored.get("correct", 0), stored.get("current", "") if running else "", elapsed, eta)
+
+
 def _results(evaluation):
     from training.evaluation.results import ResultsFile
     if not evaluation.folder:
@@ -96,7 +124,8 @@ def evaluation_detail(request, pk):
     evaluation = get_object_or_404(BenchEvaluation, pk=pk)
     template = "studio/staff/_evaluation_progress.html" if request.htmx else "studio/staff/evaluation.html"
     waiting = queues.waiting(evaluation.job_id) if evaluation.status == BenchEvaluation.Status.QUEUED else None
-    return render(request, template, {"evaluation": evaluation, "results": _results(evaluation), "waiting": waiting})
+    return render(request, template, {"evaluation": evaluation, "results": _results(evaluation), "waiting": waiting,
+                                      "progress": progress_of(evaluation)})
 
 
 @staff_only

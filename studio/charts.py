@@ -102,3 +102,44 @@ def speedup_bars(speedups):
         f'<text x="{label_w}" y="12" class="chart-axis">slower</text>'
         f'<text x="{label_w + span}" y="12" text-anchor="end" class="chart-axis">faster</text>'
         f'<line class="one" x1="{one:.1f}" x2="{one:.1f}" y1="14" y2="{height - 4}"/>{"".join(rows)}</svg>')
+
+
+PALETTE = ("#2f6f4f", "#8a6d00", "#3b5ba5", "#a33", "#7a4fa0", "#5b6475")
+
+
+def multi_line_chart(title, series, width=340, height=150):
+    """An SVG of several lines [(name, [(x, y)])] on one y axis (its range printed), a legend below, or '' with none."""
+    series = [(name, [(float(x), float(y)) for x, y in points
+                      if isinstance(y, (int, float)) and not isinstance(y, bool) and math.isfinite(y)])
+              for name, points in series]
+    series = [(name, points) for name, points in series if points]
+    if not series:
+        return ""
+    xs = [x for _, points in series for x, _ in points]
+    ys = [y for _, points in series for _, y in points]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    legend_rows = math.ceil(len(series) / 2)
+    top, left, right, bottom = 20, 40, 8, 18 + 13 * legend_rows
+    sx = (width - left - right) / ((x1 - x0) or 1)
+    sy = (height - top - bottom) / ((y1 - y0) or 1)
+    lines, legend = [], []
+    for i, (name, points) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        at = " ".join(f"{left + (x - x0) * sx:.1f},{height - bottom - (y - y0) * sy:.1f}" for x, y in points)
+        lines.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{at}">'
+                     f'<title>{escape(name)}: last {_num(points[-1][1])}</title></polyline>')
+        lx, ly = 6 + (i % 2) * (width // 2), height - bottom + 28 + 13 * (i // 2) - 8
+        legend.append(f'<rect x="{lx}" y="{ly - 7}" width="10" height="3" fill="{color}"/>'
+                      f'<text x="{lx + 14}" y="{ly}" class="chart-axis">{escape(name)}</text>'
+                      f'<text x="{lx + width // 2 - 12}" y="{ly}" text-anchor="end" class="chart-axis">'
+                      f'{_num(points[-1][1])}</text>')
+    return mark_safe(
+        f'<svg class="chart multi" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        f'data-series="{len(series)}">'
+        f'<text x="4" y="12" class="chart-title">{escape(title)}</text>'
+        f'<text x="{left - 4}" y="{top + 4}" text-anchor="end" class="chart-axis">{_num(y1)}</text>'
+        f'<text x="{left - 4}" y="{height - bottom}" text-anchor="end" class="chart-axis">{_num(y0)}</text>'
+        f'<text x="{left}" y="{height - bottom + 12}" class="chart-axis">step {_num(x0)}</text>'
+        f'<text x="{width - right}" y="{height - bottom + 12}" text-anchor="end" class="chart-axis">{_num(x1)}</text>'
+        f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" stroke="#c9ced8"/>'
+        f'{"".join(lines)}{"".join(legend)}</svg>')

@@ -167,12 +167,15 @@ def _close(model, pk, **fields):
     model.objects.filter(pk=pk, status=model.Status.RUNNING).update(finished_at=timezone.now(), **fields)
 
 
-def _evaluation_progress(evaluation_id, folder, total):
-    """Store how far the evaluation's folder has come (its results.jsonl); the page reads the database only."""
+def _evaluation_progress(evaluation_id, folder, keys):
+    """Store how far the evaluation's folder has come (its results.jsonl) and the problem it is on (the first of KEYS,
+    in the order they run, with no result yet); the page reads the database only."""
     from training.evaluation.results import ResultsFile
     from studio.models import BenchEvaluation
     results = ResultsFile(Path(folder) / "results.jsonl").read().values() if Path(folder).exists() else []
-    progress = {"done": len(results), "total": total, "correct": sum(r.correct for r in results)}
+    finished = {r.key for r in results}
+    progress = {"done": len(results), "total": len(keys), "correct": sum(r.correct for r in results),
+                "current": next((key for key in keys if key not in finished), "")}
     BenchEvaluation.objects.filter(pk=evaluation_id).update(progress=progress)
 
 
@@ -247,8 +250,9 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
         _close(BenchEvaluation, evaluation_id, status=BenchEvaluation.Status.FAILED,
                error=f"the evaluation crashed: {message}")
 
-    code = _training_cli(argv, crashed, lambda: _evaluation_progress(evaluation_id, folder, len(chosen)), poll_s)
-    _evaluation_progress(evaluation_id, folder, len(chosen))
+    keys = [p.key for p in chosen]
+    code = _training_cli(argv, crashed, lambda: _evaluation_progress(evaluation_id, folder, keys), poll_s)
+    _evaluation_progress(evaluation_id, folder, keys)
     metrics_file = folder / "metrics.json"
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
     done = code == 0 and metrics is not None

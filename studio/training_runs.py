@@ -45,6 +45,39 @@ def training_list(request):
                   status=400 if request.method == "POST" else 200)
 
 
+# The panels a training run's page leads with: (panel, [(chart, [metric, ...])]); each chart shares one y axis, its
+# series are the metrics (per stage where several stages log one). Every metric still has its own chart below.
+PANELS = [
+    ("Reward and correct rate", [("reward", ["reward_mean", "reward_p50", "kept_reward_mean"]),
+                                 ("rates", ["correct_rate", "kept_fraction", "tool_call_rate"])]),
+    ("PPO stability", [("importance ratio", ["ratio_min", "ratio_mean", "ratio_max"]),
+                       ("clip fraction", ["clip_frac"]), ("KL", ["approx_kl", "kl_ref"]), ("entropy", ["entropy"])]),
+    ("Value", [("loss", ["value_loss", "train_loss"]), ("explained variance", ["explained_variance"])]),
+    ("Throughput", [("tokens per second", ["tokens_per_s"]), ("seconds per step", ["rollout_s", "update_s"])]),
+]
+
+
+def metric_panels(records):
+    """[(panel, [svg])]: PANELS drawn from the records; a chart no record feeds, and a panel left empty, are left out."""
+    by_metric = {}
+    for record in records:
+        for key, value in record.items():
+            if key not in NOT_CHARTED:
+                by_metric.setdefault(key, {}).setdefault(record.get("stage", "?"), []).append(
+                    (record.get("step", 0), value))
+    panels = []
+    for panel, chart_specs in PANELS:
+        drawn = []
+        for title, metrics in chart_specs:
+            series = [(metric if len(by_metric[metric]) == 1 else f"{stage}: {metric}", points)
+                      for metric in metrics if metric in by_metric for stage, points in by_metric[metric].items()]
+            if chart := charts.multi_line_chart(title, series):
+                drawn.append(chart)
+        if drawn:
+            panels.append((panel, drawn))
+    return panels
+
+
 def metric_charts(records):
     """[(stage, [svg])]: one line chart per numeric metric of each stage, in the order they were first logged."""
     series = {}
@@ -102,11 +135,11 @@ def page_state(run):
     """What the run page shows, read from the run folder (the job writes it; the page only reads)."""
     from training.rl import checkpoints
     if not run.folder:
-        return {"charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
+        return {"panels": [], "charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
     records = rows_of(Path(run.folder) / "metrics.jsonl")
     served = {(c.stage, c.step): c for c in run.served.all()}
     listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
-    return {"charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,
+    return {"panels": metric_panels(records), "charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,
             "plots": _plots(run), "records": len(records), "episodes": recent_episodes(run),
             "stage": records[-1].get("stage") if records else run.current_stage}
 

@@ -57,7 +57,7 @@ def test_an_evaluation_runs_on_a_real_worker_stores_metrics_and_shows_on_the_lea
                       KS_EVALUATION_ARGS=FAST, KS_CPU_THREADS="1", KS_SANDBOX_MEMORY_MB="4096")
     evaluation.refresh_from_db()
     assert evaluation.status == "done", evaluation.error + log[-3000:]
-    assert evaluation.progress == {"done": 1, "total": 1, "correct": 1}
+    assert evaluation.progress == {"done": 1, "total": 1, "correct": 1, "current": ""}
     overall = evaluation.metrics["arms"]["strict"]["overall"]
     assert overall["problems"] == 1 and overall["correct_rate"] == 1.0
     assert evaluation.folder.startswith(str(tmp_path / "evals"))
