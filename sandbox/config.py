@@ -37,6 +37,9 @@ class EvalConfig:
     compiled_baseline: bool = True
     # The solution's error against the problem run in float64, on the first trial (issue 17).
     precision_check: bool = True
+    # Shape generality (issue 22): one trial per other size of the dimensions that may vary (the batch halved and
+    # doubled, or the problem's get_input_variants()), after timing; reported, never rewarded.
+    shape_check: bool = True
     profile: bool = False
     ncu: bool = False
 

@@ -14,7 +14,7 @@ from sandbox import seccomp, settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.errors import BuildError, InvalidProblem
 from sandbox.isolation import Jail, isolation_level
-from sandbox.problem import Problem
+from sandbox.problem import Problem, describe_shapes
 from sandbox.protocol import ChannelClosed, pipes
 from sandbox.reward import reward
 from sandbox.scrub import scrub
@@ -225,6 +225,11 @@ def _run(problem, solution, config, verdict):
             verdict.violations += final["violations"]
             if final["notes"]:
                 verdict.log = "\n".join(final["notes"])
+            stage.done("finish")
+            if config.shape_check:
+                _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict)
+                stage.done("shape trials")
+            cand.send("exit")
             verdict.correct = True
             if verdict.eager_ms and verdict.runtime_ms:
                 verdict.speedup_vs_eager = round(verdict.eager_ms / max(verdict.runtime_ms, 1e-6), 4)
@@ -294,7 +299,7 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
     ref.send("start", device=config.device, config=config.to_json(), problem=str(problem_copy),
              init_seed=init_seed, validation_seed=secrets.randbits(31),
              timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-             cache_key=key, profile=config.profile, measure=True)
+             cache_key=key, profile=config.profile, measure=True, shape_check=config.shape_check)
     msg = ref.recv("ready", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
@@ -317,7 +322,7 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
         verdict.timing["compiled_tf32"] = base["compiled_tf32"]
     if config.profile:
         verdict.profile["reference"] = msg.get("profile", [])
-    return {"spec": msg["spec"], "init_seed": init_seed}
+    return {"spec": msg["spec"], "init_seed": init_seed, "variants": msg.get("variants", [])}
 
 
 def _precision_matched_speedups(verdict):
@@ -335,14 +340,35 @@ def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
 
 
 def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label):
+    result = _run_trial(ref, cand, ref_jail, cand_jail, config, kind, label, spec["outputs"], spec["output_bytes"],
+                        precise=not verdict.trials)
+    trial = {"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
+             "max_rel_error": result["max_rel_error"], "sampled": result["sampled"]}
+    trial.update({k: result[k] for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64",
+                                          "fp64_error") if k in result})
+    verdict.trials.append(trial)
+    verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
+    verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
+    for key in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64"):
+        if key in result:
+            setattr(verdict, key, max(getattr(verdict, key) or 0.0, result[key]))
+    if not result["ok"]:
+        raise Incorrect(f"{label}: {result['reason']}")
+
+
+def _run_trial(ref, cand, ref_jail, cand_jail, config, kind, label, outputs, output_bytes, precise=False,
+               variant=None):
+    """One trial on fresh inputs from a secret seed (of VARIANT's shapes where given): the candidate computes and
+    saves, the reference checks; returns the reference's comparison (plus whether it was sampled). Incorrect where the
+    output is not what the reference's spec (OUTPUTS) says."""
     seed = secrets.randbits(31)
-    cand.send(kind, seed=seed)
+    cand.send(kind, seed=seed, variant=variant, output_bytes=output_bytes)
     computed = cand.recv("computed", stage=label)
     if not computed["tensor"]:
-        raise Incorrect(f"{label}: ModelNew.forward returned {computed['spec']}; expected tensors like {spec['outputs']}")
-    if computed["spec"] != spec["outputs"]:
-        raise Incorrect(f"{label}: output shapes/dtypes {computed['spec']} differ from the reference's {spec['outputs']}")
-    sampled = spec["output_bytes"] > (config.full_compare_mb << 20)
+        raise Incorrect(f"{label}: ModelNew.forward returned {computed['spec']}; expected tensors like {outputs}")
+    if computed["spec"] != outputs:
+        raise Incorrect(f"{label}: output shapes/dtypes {computed['spec']} differ from the reference's {outputs}")
+    sampled = output_bytes > (config.full_compare_mb << 20)
     if sampled and not computed["finite"]:
         raise Incorrect(f"{label}: the output holds NaN or Inf")
     sample_seed = secrets.randbits(31) if sampled else None
@@ -358,21 +384,49 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
     if ref_jail.uid is not None:
         os.chown(moved, ref_jail.uid, ref_jail.uid, follow_symlinks=False)
     # The float64 comparison once, on the first trial: it reports precision, it decides nothing.
-    ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed, precise=not verdict.trials)
+    ref.send("check", seed=seed, path=str(moved), sample_seed=sample_seed, precise=precise, variant=variant)
     result = ref.recv("checked", stage=label)
     moved.unlink(missing_ok=True)
-    trial = {"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
-             "max_rel_error": result["max_rel_error"], "sampled": sampled}
-    trial.update({k: result[k] for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64",
-                                          "fp64_error") if k in result})
-    verdict.trials.append(trial)
-    verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
-    verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
-    for key in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64"):
-        if key in result:
-            setattr(verdict, key, max(getattr(verdict, key) or 0.0, result[key]))
-    if not result["ok"]:
-        raise Incorrect(f"{label}: {result['reason']}")
+    return {**result, "sampled": sampled, "fallbacks": computed.get("fallbacks") or {}}
+
+
+def _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict):
+    """One trial at each shape variant the reference accepts (issue 22), after timing so a kernel that faults at
+    another size costs the verdict nothing else: shape_general is whether the solution was right at all of them.
+
+    The candidate stays up after a failure of its own (it reports one and waits); where it died, its violations
+    were collected before these trials, and what it did here can no longer change anything measured."""
+    verdict.shapes_checked = [describe_shapes(ready["spec"]["inputs"])]
+    variants = ready["variants"]
+    if not variants:
+        return
+    cand.restart_clock(config.timeout_s)
+    for variant in variants:
+        label = f"inputs {variant['shapes']}"
+        verdict.shapes_checked.append(variant["shapes"])
+        record = {k: variant[k] for k in ("kind", "index", "scale", "inputs") if k in variant}
+        try:
+            result = _run_trial(ref, cand, ref_jail, cand_jail, config, "trial", label, variant["outputs"],
+                                variant["output_bytes"], variant=record)
+            reason = "" if result["ok"] else result["reason"]
+            if not reason and result["fallbacks"] and config.strict:
+                from sandbox.guard import fallback_violation  # imports torch: only where needed
+                reason = f"at these shapes only: {fallback_violation(result['fallbacks'])}"
+        except Incorrect as bad:
+            reason = bad.reason[len(label) + 2:] if bad.reason.startswith(label) else bad.reason
+        except StageFailed as failure:  # the solution raised, faulted, hung or died at these shapes
+            if failure.status == "violation":
+                raise
+            reason = f"{failure.status}: {failure.log.strip()[-1500:]}"
+        if reason:
+            verdict.shape_general, verdict.failing_shape, verdict.shape_failure = False, variant["shapes"], reason
+            break
+    else:
+        verdict.shape_general = True
+    if cand.proc.poll() is None:
+        cand.send("finish")
+        final = cand.recv("final", stage="finish")
+        verdict.violations += [v for v in final["violations"] if v not in verdict.violations]
 
 
 def _ncu(problem_ref, ref_jail, problem_cand, entry, cand_jail, config, verdict):

@@ -102,3 +102,63 @@ def spec_of(value):
     if isinstance(value, (list, tuple)):
         return [spec_of(v) for v in value]
     return {"value": repr(value)[:80]}
+
+
+# -- shape variants (issue 22): other sizes of the dimensions that may vary -----------------------------------------
+# A variant is a JSON record both workers turn into the same inputs under the same seed:
+#   {"kind": "declared", "index": I}          the problem's get_input_variants()[I]
+#   {"kind": "batch", "scale": S, "inputs": [i, ...]}   get_inputs() with dim 0 of those inputs scaled by S
+# Halving keeps the first half of the batch; doubling appends a second draw (seed + 1) of the same inputs.
+BATCH_SCALES = (0.5, 2)
+
+
+def declared_variants(module):
+    """How many input variants the problem declares with get_input_variants() (0 where it declares none)."""
+    declare = getattr(module, "get_input_variants", None)
+    if declare is None:
+        return 0
+    variants = declare()
+    if not isinstance(variants, (list, tuple)):
+        raise ValueError(f"get_input_variants() returned {type(variants).__name__}; it must return a list whose "
+                         f"items are input lists like get_inputs() returns (or functions returning one)")
+    return len(variants)
+
+
+def batch_candidates(inputs):
+    """The variants that scale the batch (dim 0 of the first tensor input), most inclusive first: every tensor
+    input sharing that dim 0, then the first tensor input alone. Empty where no input has a dimension."""
+    import torch
+    tensors = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.dim() >= 1]
+    if not tensors:
+        return []
+    batch = inputs[tensors[0]].shape[0]
+    groups = [[i for i in tensors if inputs[i].shape[0] == batch]]
+    if groups[0] != tensors[:1]:
+        groups.append(tensors[:1])
+    return [{"kind": "batch", "scale": scale, "inputs": group} for scale in BATCH_SCALES
+            if batch * scale >= 1 for group in groups]
+
+
+def variant_inputs(module, variant, seed, device):
+    """The inputs of VARIANT under SEED on DEVICE: the same values in every process that asks."""
+    import torch
+    if variant["kind"] == "declared":
+        seed_everything(seed)
+        with torch.device(device):
+            chosen = module.get_input_variants()[variant["index"]]
+            return list(to_device(list(chosen() if callable(chosen) else chosen), device))
+    inputs = make_inputs(module, seed, device)
+    scale = variant["scale"]
+    extra = make_inputs(module, seed + 1, device) if scale > 1 else None
+    for i in variant["inputs"]:
+        t = inputs[i]
+        if scale < 1:
+            inputs[i] = t[:max(1, int(t.shape[0] * scale))].clone()
+        else:
+            inputs[i] = torch.cat([t] + [extra[i]] * (int(scale) - 1))
+    return inputs
+
+
+def describe_shapes(spec):
+    """Inputs' shapes as people write them, from their spec_of(): '(64, 512), (64, 512)'; other inputs by value."""
+    return ", ".join(str(tuple(s["shape"])) if "shape" in s else str(s.get("value", s))[:40] for s in spec)

@@ -42,6 +42,12 @@ class Verdict:
     max_abs_error_fp64: float | None = None
     max_rel_error_fp64: float | None = None
     reference_abs_error_fp64: float | None = None
+    # Shape generality (issue 22): the input shapes the solution was run at (the problem's first, then each variant),
+    # whether it was correct at all of them (None where no dimension could vary), and where and why it was not.
+    shapes_checked: list = field(default_factory=list)
+    shape_general: bool | None = None
+    failing_shape: str = ""
+    shape_failure: str = ""
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -78,6 +84,8 @@ class Verdict:
             if self.speedup_vs_compiled_tf32 is not None:
                 matched += f", {self.speedup_vs_compiled_tf32:.2f}x compiled"
             parts.append(f"TF32-matched: {matched}")
+        if self.shape_general is False:
+            parts.append(f"specialized: fails at inputs {self.failing_shape}")
         if self.violations:
             parts.append("violations: " + "; ".join(self.violations))
         return ", ".join(parts)

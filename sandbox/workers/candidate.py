@@ -14,8 +14,8 @@ import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot b
 from sandbox.config import EvalConfig
 from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
 from sandbox.native import inline
-from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
-from sandbox.protocol import Channel
+from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of, variant_inputs
+from sandbox.protocol import Channel, ChannelClosed
 from sandbox.timing import measure
 from sandbox.transfer import save_tensors
 from sandbox.workers.common import all_finite, error_text, is_cuda_fault, select, setup_device, synchronize
@@ -99,7 +99,7 @@ class Candidate:
             self.model.load_state_dict(shared, strict=False)
 
     # -- running -------------------------------------------------------------------------------------
-    def _poison(self):
+    def _poison(self, output_bytes):
         """Fill the allocator's free memory with NaN so an output the kernel never writes cannot pass.
 
         Twice the output's size where memory allows, else as much as one block can hold: poisoning is a check,
@@ -109,19 +109,22 @@ class Candidate:
             return
         free, _ = torch.cuda.mem_get_info()
         cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        nbytes = min(2 * self.spec["output_bytes"], int(0.8 * (free + cached)))
-        while nbytes >= max(4, self.spec["output_bytes"] // 8):
+        nbytes = min(2 * output_bytes, int(0.8 * (free + cached)))
+        while nbytes >= max(4, output_bytes // 8):
             try:
                 _fill(_empty(nbytes // 4, dtype=torch.float32, device="cuda"), float("nan"))
                 break
             except torch.OutOfMemoryError:
                 nbytes //= 2
-        if nbytes < self.spec["output_bytes"]:
+        if nbytes < output_bytes:
             self.notes.append(f"outputs poisoned only in part ({max(nbytes, 0) >> 20} MiB for "
-                              f"{self.spec['output_bytes'] >> 20} MiB): GPU memory is short")
+                              f"{output_bytes >> 20} MiB): GPU memory is short")
         synchronize(self.device)
 
-    def forward(self, inputs):
+    def forward(self, inputs, fallbacks=None):
+        """ModelNew(*inputs) under the dispatch recorder; what it falls back to is added to FALLBACKS (by default
+        the evaluation's own tally, which strict mode turns into violations)."""
+        fallbacks = self.fallbacks if fallbacks is None else fallbacks
         recorder = Recorder()
         self.audit.active = True
         try:
@@ -133,13 +136,19 @@ class Candidate:
         finally:
             self.audit.active = False
         for name, n in recorder.fallbacks.items():
-            self.fallbacks[name] = self.fallbacks.get(name, 0) + n
+            fallbacks[name] = fallbacks.get(name, 0) + n
         return out
 
     def trial(self, msg, inputs=None):
-        inputs = inputs if inputs is not None else make_inputs(self.problem, msg["seed"], self.device)
-        self._poison()
-        out = self.forward(inputs)
+        """One trial: at the problem's shapes, or at another size (msg's variant: issue 22), whose fallbacks are
+        reported with the output rather than counted as the evaluation's violations."""
+        variant = msg.get("variant")
+        fallbacks = {} if variant else None
+        if inputs is None:
+            inputs = (variant_inputs(self.problem, variant, msg["seed"], self.device) if variant
+                      else make_inputs(self.problem, msg["seed"], self.device))
+        self._poison(msg.get("output_bytes") or self.spec["output_bytes"])
+        out = self.forward(inputs, fallbacks)
         tensors = tensors_of(out)
         if tensors is None:
             self.channel.send("computed", spec=spec_of(out), tensor=False)
@@ -148,7 +157,8 @@ class Candidate:
             finite = all(all_finite(t, _isfinite) for t in tensors if t.is_floating_point())
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
-        self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite)
+        self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite,
+                          fallbacks=fallbacks or {})
         order = self.channel.recv()
         save_tensors(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
         self.channel.send("saved")
@@ -217,7 +227,12 @@ def main(read_fd, write_fd):
         while True:
             msg = channel.recv()
             kind = msg["kind"]
-            if kind == "trial":
+            if kind == "trial" and msg.get("variant"):
+                try:
+                    cand.trial(msg)
+                except Failed as failure:  # at another size: reported, and the evaluation goes on
+                    channel.send("failed", status=failure.status, log=failure.log)
+            elif kind == "trial":
                 cand.trial(msg)
             elif kind == "time":
                 channel.send("timed", timing=cand.time_it(msg).to_json())
@@ -226,12 +241,15 @@ def main(read_fd, write_fd):
             elif kind == "profile":
                 from sandbox.profiling import kernel_table
                 channel.send("profiled", table=kernel_table(lambda: cand.model(*cand.sets[0]), cand.device))
-            elif kind == "finish":
+            elif kind == "finish":  # asked again after the shape trials: what solution code did there counts too
                 channel.send("final", violations=cand.violations(),
                              notes=[n for n in cand.notes if not n.startswith("violation: ")])
+            elif kind == "exit":
                 return
     except Failed as failure:
         channel.send("failed", status=failure.status, log=failure.log)
+    except ChannelClosed:
+        return  # the harness is done with this worker (or gone): nothing is left to report
 
 
 if __name__ == "__main__":

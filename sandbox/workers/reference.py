@@ -17,7 +17,8 @@ import torch
 from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.correctness import compare, precise_errors
-from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of
+from sandbox.problem import (batch_candidates, declared_variants, describe_shapes, import_file, make_inputs,
+                             make_model, spec_of, tensors_of, variant_inputs)
 from sandbox.protocol import Channel
 from sandbox.timing import measure
 from sandbox.transfer import load_tensors
@@ -75,6 +76,46 @@ def validate(module, device, init_seed, seed):
         "aliases_input": any(t.data_ptr() in ptrs for t in out1),
     }
     return model, spec
+
+
+def shape_variants(module, model, device, seed):
+    """The input variants the reference Model accepts (sandbox.problem's records), each with its input shapes and its
+    output's spec: the problem's declared get_input_variants(), else its batch scaled down and up. A declared variant
+    the Model rejects makes the problem invalid (ValueError); a batch size it rejects is not a variant."""
+    try:
+        declared = declared_variants(module)
+    except Exception as exc:
+        raise ValueError(f"get_input_variants() failed: {type(exc).__name__}: {exc}") from exc
+    if declared:
+        candidates = [{"kind": "declared", "index": i} for i in range(declared)]
+    else:
+        candidates = batch_candidates(make_inputs(module, seed, device))
+    found, scales = [], set()
+    for variant in candidates:
+        if variant["kind"] == "batch" and variant["scale"] in scales:
+            continue  # this batch size is covered by a more inclusive variant already
+        where = f"get_input_variants()[{variant.get('index')}]"
+        try:
+            inputs = variant_inputs(module, variant, seed, device)
+            with torch.no_grad():
+                out = model(*inputs)
+            synchronize(device)
+            tensors = tensors_of(out)
+        except Exception as exc:  # noqa: BLE001 -- a size the Model does not take is not a variant
+            release_memory(device)
+            if declared:
+                raise ValueError(f"{where}: Model.forward failed: {type(exc).__name__}: {exc}") from exc
+            continue
+        if tensors is None:
+            if declared:
+                raise ValueError(f"{where}: Model.forward returned {type(out).__name__}, not tensors")
+            continue
+        found.append({**variant, "shapes": describe_shapes(spec_of(inputs)),
+                      "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
+                      "output_bytes": sum(t.numel() * t.element_size() for t in tensors)})
+        scales.add(variant.get("scale"))
+        inputs = out = tensors = None
+    return found
 
 
 def timing_sets(module, seeds, device, config, input_bytes):
@@ -154,11 +195,12 @@ def main(read_fd, write_fd):
         setup_device(device)
         module = import_file(start["problem"], "ks_problem")
         model, spec = validate(module, device, start["init_seed"], start["validation_seed"])
+        variants = shape_variants(module, model, device, start["validation_seed"]) if start.get("shape_check") else []
     except Exception as exc:  # noqa: BLE001 -- every failure becomes the problem's error message
         reason = str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
         channel.send("invalid", reason=reason, log=error_text(exc))
         return
-    ready = {"spec": spec}
+    ready = {"spec": spec, "variants": variants}
     sets = None
     if start.get("measure"):
         name, cached = cached_baselines(start["cache_key"], device)
@@ -179,8 +221,11 @@ def main(read_fd, write_fd):
         msg = channel.recv()
         if msg["kind"] != "check":
             return
+        variant = msg.get("variant")
+        inputs = variant_inputs(module, variant, msg["seed"], device) if variant else make_inputs(module, msg["seed"], device)
         with torch.no_grad():
-            reference = tensors_of(model(*make_inputs(module, msg["seed"], device)))
+            reference = tensors_of(model(*inputs))
+        inputs = None
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
         got = load_tensors(msg["path"])
         result = compare(expected, got, config.atol, config.rtol).to_json()
