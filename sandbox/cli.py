@@ -12,7 +12,7 @@ from sandbox.reward import DEFAULT_SCHEDULE, SCHEDULES
 def _config(args, **extra):
     return EvalConfig(device=args.device, trials=args.trials, atol=args.atol, rtol=args.rtol,
                       timeout_s=args.timeout, strict=not args.relaxed, timing=args.timing, reward=args.reward,
-                      margin=args.margin,
+                      margin=args.margin, shape_check=not args.no_shape_check,
                       compiled_baseline=not args.no_compiled, **extra)
 
 
@@ -39,6 +39,9 @@ def _eval_args(p):
                    help="paper: the share of a baseline's time to save (0.05: more than 5%% faster); milestone: "
                         "the speedup margin of the top reward")
     p.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--no-shape-check", action="store_true",
+                   help="skip the trials at other sizes (the batch halved and doubled, or the problem's "
+                        "get_input_variants()) that decide the verdict's shape_general")
 
 
 def main(argv=None):
@@ -62,8 +65,9 @@ def main(argv=None):
     pkg.add_argument("--verdict", help="the JSON of `evaluate --json`, whose measurements go into the README")
     pkg.add_argument("--wheel", action=argparse.BooleanOptionalAction, default=None,
                      help="build the wheel too (default: where this machine can compile the kernels)")
-    pkg.add_argument("--check", action="store_true",
-                     help="install into a fresh virtual environment and run the package's own tests")
+    pkg.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
+                     help="install the wheel into a fresh virtual environment and run the package's own tests; a "
+                          "failing test is an error naming it (default: on; --no-check skips it)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -91,24 +95,21 @@ def _dispatch(args):
         print(json.dumps({"library": result.library, "cached": result.cached, "seconds": round(result.seconds, 3)}))
         return 0
     if args.command == "package":
-        import tempfile
         from pathlib import Path
 
-        from sandbox.package import package_solution
-        from sandbox.package.verify import check_package
+        from sandbox.package import PackageCheckFailed, package_solution
         if args.verdict and not Path(args.verdict).is_file():
             raise MisuseError(f"verdict file {args.verdict} does not exist")
         verdict = json.loads(Path(args.verdict).read_text()) if args.verdict else None
-        result = package_solution(args.problem, args.solution, args.out, args.name, verdict, args.wheel)
-        report, ok = result.to_json(), True
-        if args.check:
-            with tempfile.TemporaryDirectory(prefix="ks-check-") as tmp:
-                check = check_package(result.sdist, tmp, install=result.wheel)
-            report["check"], ok = {"ok": check.ok, "installed": check.installed, "seconds": check.seconds}, check.ok
-            if not ok:
-                print(check.log, file=sys.stderr)
-        print(json.dumps(report, indent=2))
-        return 0 if ok else 1
+        try:
+            result = package_solution(args.problem, args.solution, args.out, args.name, verdict, args.wheel,
+                                      check=args.check)
+        except PackageCheckFailed as failed:
+            print(f"{failed.log}\nerror: {failed}", file=sys.stderr)
+            print(json.dumps(failed.result.to_json(), indent=2))
+            return 1
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
     profiling = args.command == "profile"
     verdict = evaluate(args.problem, args.solution, _config(args, profile=profiling, ncu=getattr(args, "ncu", False)))
     if args.json:

@@ -5,6 +5,8 @@ The package has the shape of pytorch/extension-cpp: `csrc/` (the kernels and bin
 `ops.py` registers each kernel as a torch.library operator with a fake implementation (so torch.compile traces
 it) and whose `ModelNew` is the solution's, importing those operators instead of building anything; `tests/`
 against the original Model; a README with what was measured. Each package gets its own operator namespace.
+The fakes are inferred from the solution run in a jail (sandbox.package.fakes); by default the built package is
+then installed into a fresh virtual environment and its own tests must pass (sandbox.package.verify).
 """
 import logging
 import tempfile
@@ -13,11 +15,13 @@ from pathlib import Path
 
 from sandbox.package.build import build_sdist, wheel_buildable
 from sandbox.package.build import build_wheel as wheel_from_sdist
+from sandbox.package.fakes import infer_fakes
 from sandbox.package.plan import make_plan
-from sandbox.package.render import fake, render
+from sandbox.package.render import render
+from sandbox.package.verify import PackageCheckFailed, check_package
 from sandbox.verdict import Verdict
 
-__all__ = ["PackageResult", "package_solution"]
+__all__ = ["PackageCheckFailed", "PackageResult", "package_solution"]
 log = logging.getLogger(__name__)
 
 
@@ -31,6 +35,7 @@ class PackageResult:
     device: str = ""
     operators: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # what the user should know: no wheel and why, fakes to write
+    check: dict | None = None  # the package's own tests in a fresh environment: ok, installed, seconds, tests
 
     def to_json(self):
         return asdict(self)
@@ -40,22 +45,24 @@ class PackageResult:
         return cls(**data)
 
 
-def package_solution(problem, solution, out_dir, name=None, verdict=None, build_wheel=None):
+def package_solution(problem, solution, out_dir, name=None, verdict=None, build_wheel=None, check=True):
     """Package SOLUTION (a load_inline .py or a native workspace) of PROBLEM into OUT_DIR.
 
     NAME defaults to ks-<problem name>; VERDICT (a Verdict or its JSON) fills the README's measurements;
     BUILD_WHEEL None builds the wheel where this machine can (any machine for CPU kernels, a CUDA toolkit and a
-    CUDA torch for GPU kernels). Raises PackagingError for what cannot be packaged, BuildError if a build fails.
+    CUDA torch for GPU kernels). The solution runs once, jailed, to infer its operators' fakes. CHECK installs the
+    package into a fresh virtual environment and runs its own tests (where the wheel was built). Raises
+    PackagingError for what cannot be packaged, PackageCheckFailed (naming the failing tests) if the package's tests
+    fail, BuildError if a build fails.
     """
     if isinstance(verdict, dict):
         verdict = Verdict.from_json(verdict)
-    plan = make_plan(problem, solution, name, verdict)
+    plan = infer_fakes(make_plan(problem, solution, name, verdict), problem, solution)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ks-package-") as tmp:
         sdist = build_sdist(render(plan, Path(tmp) / f"{plan.module}-{plan.version}"), out_dir)
-    notes = [f"the fake implementation of {op.full_name} is a placeholder: write it in "
-             f"src/{plan.module}/ops.py before using torch.compile" for op in plan.ops if fake(op).assumption is None]
+    notes = list(plan.notes)
     if verdict is not None and not verdict.correct:
         notes.append(f"the attached verdict is {verdict.status!r}, not a pass: this solution was not verified")
     if build_wheel is None:
@@ -64,5 +71,15 @@ def package_solution(problem, solution, out_dir, name=None, verdict=None, build_
             notes.append(f"no wheel: {why}")
     wheel = wheel_from_sdist(sdist, out_dir) if build_wheel else None
     log.info("packaged %s as %s%s", solution, sdist, f" and {wheel}" if wheel else "")
-    return PackageResult(str(sdist), str(wheel) if wheel else None, plan.dist, plan.version, plan.module, plan.device,
-                         [f"{plan.module}::{op.full_name}" for op in plan.ops], notes)
+    result = PackageResult(str(sdist), str(wheel) if wheel else None, plan.dist, plan.version, plan.module,
+                           plan.device, [f"{plan.module}::{op.full_name}" for op in plan.ops], notes)
+    if check and wheel is None:
+        notes.append("not checked: the package's tests need the wheel, which was not built here")
+    elif check:
+        with tempfile.TemporaryDirectory(prefix="ks-check-") as tmp:
+            checked = check_package(sdist, tmp, install=wheel)
+        result.check = {"ok": checked.ok, "installed": checked.installed, "seconds": checked.seconds,
+                        "failed": checked.failed}
+        if not checked.ok:
+            raise PackageCheckFailed(checked, result)
+    return result

@@ -55,6 +55,20 @@ class Plan:
     torch_version: str
     hardware: str
     verdict: object = None  # a sandbox.verdict.Verdict, or None
+    fakes: dict = field(default_factory=dict)  # op.full_name -> sandbox.package.shapes.Fake
+    variants: list = field(default_factory=list)  # the batch variants the probe ran ModelNew at, passed or not
+    notes: list = field(default_factory=list)  # what the probe found that the user should know
+
+    @property
+    def no_variant(self):
+        """Why the package's tests run at no other batch size ('' where they do)."""
+        if any(v["ok"] for v in self.variants):
+            return ""
+        failed = [v for v in self.variants if not v["ok"]]
+        if failed:
+            return (f"ModelNew is specialized to the problem's batch size: at {failed[0]['label']} it gave "
+                    f"{failed[0]['why']}")
+        return "Model takes no other batch size of the problem's inputs (or they have no batch dimension)"
 
     @property
     def torch_requirement(self):

@@ -1,49 +1,11 @@
 """Writing a package tree from a Plan: pyproject.toml, setup.py, csrc/, src/<module>/, tests/ and the README."""
 import json
 import pprint
-from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.package import templates
+from sandbox.package.shapes import signature
 from sandbox.reward import meaning
-
-
-@dataclass
-class Fake:
-    """The fake implementation of one operator, and what it assumes (None: a placeholder to edit)."""
-    params: str
-    body: str
-    assumption: str | None
-
-
-def fake(op):
-    """Outputs shaped like the first tensor argument: right for elementwise kernels and most others; every
-    fake is checked against its kernel by the package's opcheck test, and the README lists the assumption."""
-    params = _signature(op.params, annotated=False)
-    tensors = [p.name for p in op.params if p.type == "torch.Tensor"]
-    if not op.returns:
-        written = ", ".join(f"`{n}`" for n in op.mutates) or "its arguments"
-        return Fake(params, f"    # Writes into {written.replace('`', '')} and returns nothing.\n    return None",
-                    f"returns nothing (writes into {written})")
-    if tensors and all(r == "torch.Tensor" for r in op.returns):
-        like = ", ".join(f"torch.empty_like({tensors[0]})" for _ in op.returns)
-        shaped = "output is" if len(op.returns) == 1 else f"{len(op.returns)} outputs are"
-        return Fake(params, f"    # Assumed: the {shaped} shaped like `{tensors[0]}` (the tests check it).\n"
-                            f"    return {like}", f"like `{tensors[0]}`")
-    return Fake(params, f"    # EDIT ME: return empty tensors of the shapes and dtypes this operator returns.\n"
-                        f"    raise NotImplementedError(\"write the fake implementation of {op.full_name} "
-                        f"in ops.py\")", None)
-
-
-def _signature(params, annotated):
-    parts, star = [], False
-    for p in params:
-        if p.kwarg_only and not star:
-            parts.append("*")
-            star = True
-        text = f"{p.name}: {p.type}" if annotated else p.name
-        parts.append(text + (f"={p.default}" if p.default is not None else ""))
-    return ", ".join(parts)
 
 
 def _return_annotation(returns):
@@ -52,25 +14,26 @@ def _return_annotation(returns):
     return returns[0] if len(returns) == 1 else f"tuple[{', '.join(returns)}]"
 
 
+def op_source(op, namespace, fake):
+    """OP's code in ops.py: its custom operator (a pybind11 function) or name (a library schema), and its fake."""
+    qualname = f"{namespace}::{op.full_name}"
+    if op.function:
+        head = templates.CUSTOM_OP.substitute(
+            qualname=qualname, mutates=repr(tuple(op.mutates)), name=op.name, module=op.module,
+            function=op.function, returns=_return_annotation(op.returns),
+            params=signature(op.params, annotated=True), args=", ".join(p.name for p in op.params))
+    else:
+        head = templates.SCHEMA_OP.substitute(name=op.name, namespace=namespace)
+    return head + "\n\n\n" + templates.FAKE.substitute(qualname=qualname, fake_name=op.full_name.replace(".", "_"),
+                                                      params=fake.params, body=fake.body)
+
+
 def ops_module(plan):
     modules = sorted({e.module for e in plan.extensions})
     optional = any("Optional[" in t for op in plan.ops if op.function for t in [p.type for p in op.params] + op.returns)
     imports = ["from typing import Optional\n"] if optional else []
     imports += ["import torch\n\n", f"from . import {', '.join(modules)}  # noqa: F401 -- loading registers the ops"]
-    body, exposed = [], set()
-    for op in plan.ops:
-        qualname = f"{plan.module}::{op.full_name}"
-        if op.function:
-            body.append(templates.CUSTOM_OP.substitute(
-                qualname=qualname, mutates=repr(tuple(op.mutates)), name=op.name, module=op.module,
-                function=op.function, returns=_return_annotation(op.returns),
-                params=_signature(op.params, annotated=True), args=", ".join(p.name for p in op.params)))
-        elif op.name not in exposed:
-            body.append(templates.SCHEMA_OP.substitute(name=op.name, namespace=plan.module))
-        exposed.add(op.name)
-        f = fake(op)
-        body.append(templates.FAKE.substitute(qualname=qualname, fake_name=op.full_name.replace(".", "_"),
-                                              params=f.params, body=f.body))
+    body = [op_source(op, plan.module, plan.fakes[op.full_name]) for op in plan.ops]
     return templates.OPS.substitute(module=plan.module, imports="".join(imports), body="\n\n\n".join(body))
 
 
@@ -104,14 +67,16 @@ def _speedup(value):
 def readme(plan, sdist_name):
     rows, attention = [], []
     for op in plan.ops:
-        f = fake(op)
+        f = plan.fakes[op.full_name]
         rows.append(f"| `torch.ops.{plan.module}.{op.full_name}` | `{op.schema}` | "
-                    f"{f.assumption or '**placeholder: edit it**'} |")
+                    f"{f.assumption or '**not inferred: write it**'} |")
         if f.assumption is None:
-            attention.append(op.full_name)
-    notes = [("Fake implementations are generated: unless marked otherwise they assume outputs shaped like the "
-              "first tensor argument. If one is wrong, `test_operators_pass_opcheck` fails: edit it in "
-              f"`src/{plan.module}/ops.py`.")]
+            attention.append(f"`{op.full_name}` ({f.why})")
+    notes = [("Fake implementations were inferred by running the solution on the problem's inputs, at other batch "
+              "sizes and with each size of every operator's arguments grown, and checked with "
+              "`torch.library.opcheck`; each output's sizes are expressions of the arguments' sizes, so "
+              "`torch.compile(dynamic=True)` traces them. `test_operators_pass_opcheck` checks them again.")]
+    notes += plan.notes
     if any(op.function for op in plan.ops):
         notes.append("The solution's pybind11 functions are wrapped in `torch.library.custom_op`: each call goes "
                      "through the PyTorch dispatcher, which costs a few microseconds that the sandbox's "
@@ -127,9 +92,9 @@ def readme(plan, sdist_name):
         cuda_arch=(" Set `TORCH_CUDA_ARCH_LIST` (for example `9.0`) to build for GPUs other than the ones present."
                    if plan.device == "cuda" else ""),
         op_rows="\n".join(rows),
-        attention=(f"\n**Needs your attention:** the fake implementation of {', '.join(attention)} is a "
-                   f"placeholder that raises; write it in `src/{plan.module}/ops.py` before using torch.compile.\n"
-                   if attention else ""),
+        attention=(f"\n**Needs your attention:** no rule was found for the fake implementation of "
+                   f"{'; '.join(attention)}: it raises; write it in `src/{plan.module}/ops.py` before using "
+                   f"torch.compile.\n" if attention else ""),
         measured=_measured(plan), notes="\n".join(f"- {n}" for n in notes))
 
 
@@ -154,7 +119,10 @@ def render(plan, dest):
         f"src/{plan.module}/ops.py": ops_module(plan),
         f"src/{plan.module}/model.py": plan.model_source,
         "tests/reference.py": plan.problem_source,
-        f"tests/test_{plan.module}.py": templates.TESTS.substitute(module=plan.module, device=plan.device),
+        f"tests/test_{plan.module}.py": templates.TESTS.substitute(
+            module=plan.module, device=plan.device, no_variant=repr(plan.no_variant),
+            variants=pprint.pformat([{k: v[k] for k in ("label", "scale", "inputs")} for v in plan.variants if v["ok"]],
+                                    width=100, sort_dicts=False)),
     }
     for extension in plan.extensions:
         files.update(extension.files)

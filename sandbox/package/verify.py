@@ -1,15 +1,19 @@
 """Checking a built package the way a user meets it: installed into a fresh virtual environment, its tests run
 from the sdist, with no network."""
 import os
+import re
 import site
 import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.errors import PackagingError
+
 _TAIL = 20000
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 @dataclass
@@ -19,6 +23,19 @@ class CheckResult:
     python: str  # the fresh environment's interpreter, left in place for further checks
     seconds: float
     log: str
+    failed: list = field(default_factory=list)  # pytest's ids of the tests that failed or errored
+
+
+class PackageCheckFailed(PackagingError):
+    """The built package's own tests failed in a fresh environment; the message names them, `log` has pytest's
+    output and `result` the PackageResult of what was written."""
+
+    def __init__(self, check, result):
+        what = (f"its tests {', '.join(check.failed)} failed" if check.failed
+                else "it did not install or its tests did not run")
+        super().__init__(f"the package {result.name} was built ({result.wheel or result.sdist}) but {what} in a "
+                         f"fresh virtual environment; the log says why (pass --no-check / check=False to skip)")
+        self.log, self.result, self.check = check.log, result, check
 
 
 def fresh_venv(path):
@@ -61,4 +78,5 @@ def check_package(sdist, workdir, install=None):
                "--no-cache-dir", "--no-index", str(install.resolve())], workdir, log)
     ok = ok and _run([str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests"], root, log)
     text = "\n".join(log)
-    return CheckResult(ok, str(install), str(python), round(time.monotonic() - t0, 3), text[-_TAIL:])
+    failed = list(dict.fromkeys(_FAILED.findall(text)))
+    return CheckResult(ok, str(install), str(python), round(time.monotonic() - t0, 3), text[-_TAIL:], failed)
