@@ -64,6 +64,6 @@ def explain(raw):
         match = pattern.search(raw)
         if match:
             said = sentence(match)
-            return Failure(said, "" if said.rstrip(".") == raw.rstrip(".") else raw)
+            return Failure(said, "" if said.rstrip(".").lower() == raw.rstrip(".").lower() else raw)
     first = raw.splitlines()[0]
     return Failure(first if first.endswith(".") else first + ".", raw if "\n" in raw else "")

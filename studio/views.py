@@ -56,9 +56,8 @@ def validation_status(request, job_id):
             return response
         return render(request, "studio/_validation.html", {"state": "invalid", "error": result.get("error", "")})
     if status in ("failed", "stopped", "canceled"):
-        reason = (job.latest_result().exc_string if job.latest_result() else "") or status
-        return render(request, "studio/_validation.html",
-                      {"state": "invalid", "error": "validation could not finish: " + reason.strip().splitlines()[-1]})
+        reason = (job.latest_result().exc_string if job.latest_result() else "") or f"its job {status}"
+        return render(request, "studio/_validation.html", {"state": "crashed", "error": reason.strip()})
     waiting = queues.waiting(job_id) if status == "queued" else None
     return render(request, "studio/_validation.html", {"job_id": job_id, "state": status, "waiting": waiting})
 
