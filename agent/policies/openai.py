@@ -1,23 +1,32 @@
-"""The `openai` policy: any OpenAI-compatible chat endpoint with tool calling (vLLM, SGLang, hosted APIs, agent.serve).
+"""The `openai` policy: any OpenAI-compatible chat endpoint with tool calling (vLLM, SGLang, `transformers serve`,
+hosted APIs, agent.serve), through the `openai` SDK (its typed errors, retries with backoff and timeouts).
 
 Configured by base URL, model name and key, from arguments or the environment (KS_POLICY_BASE_URL,
-KS_POLICY_MODEL, KS_POLICY_API_KEY or OPENAI_API_KEY). Plain HTTP through the standard library: the request is
-one JSON document, and the fields vLLM adds for training (token ids) need no client support.
+KS_POLICY_MODEL, KS_POLICY_API_KEY or OPENAI_API_KEY). The fields vLLM adds for training (prompt and response
+token ids) are read from the answer's extra fields; servers that do not parse tool calls (no tool-call parser
+for the model) have Hermes-style `<tool_call>` blocks read from the reply's text instead.
 """
 import json
 import os
-import random
-import socket
-import time
-import urllib.error
-import urllib.request
+import re
 
-from agent.policies.base import Action, ContextTooLong, Policy, PolicyError, PolicyUnavailable, call_from_json
+from agent.policies.base import (Action, ContextTooLong, Policy, PolicyError, PolicyUnavailable, call_from_json,
+                                 parse_tool_calls)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504}
 # How servers word "the prompt is longer than the context" (vLLM, SGLang, OpenAI, agent.serve).
 CONTEXT_WORDS = ("maximum context length", "context_length_exceeded", "context length", "too many tokens")
+# A reply whose server stripped the opening <tool_call> (it is a special token of the model) but kept the rest.
+BARE_CALL = re.compile(r'(^|\n)\s*(\{\s*"name"\s*:)')
+
+
+def _client_class():
+    try:
+        import openai
+    except ImportError as exc:  # the SDK is a dependency; a broken environment gets told how to mend it
+        raise PolicyUnavailable("the openai policy needs the `openai` package: pip install -e . (it is a "
+                                "dependency of kernel-studio)") from exc
+    return openai
 
 
 class OpenAIPolicy(Policy):
@@ -33,67 +42,80 @@ class OpenAIPolicy(Policy):
         # vLLM's return_token_ids and logprobs: what RL training needs. Hosted APIs reject unknown fields.
         self.token_ids = token_ids
         self.extra_body = extra_body or {}
+        self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            openai = _client_class()
+            backoff = self.backoff_s
+
+            class Client(openai.OpenAI):
+                # The SDK's backoff (0.5 s doubling to 8 s, with jitter) scaled to ours; Retry-After still wins.
+                def _calculate_retry_timeout(self, remaining_retries, options, response_headers):
+                    base = super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+                    retry_after = self._parse_retry_after_header(response_headers)
+                    return base if retry_after is not None else base * backoff / 0.5
+
+            # A key is required by the SDK even where the server wants none (vLLM without --api-key, agent.serve).
+            self._client = Client(base_url=self.base_url, api_key=self.api_key or "EMPTY", timeout=self.timeout_s,
+                                  max_retries=self.retries)
+        return self._client
 
     def act(self, messages, tools):
         if not self.model:
             self.model = self.served_model()
-        body = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto",
-                "temperature": self.temperature, "max_tokens": self.max_tokens, **self.extra_body}
+        extra = dict(self.extra_body)
         if self.token_ids:
-            body.update(return_token_ids=True, logprobs=True)
-        return parse_completion(self._request("POST", "/chat/completions", body))
+            extra.update(return_token_ids=True)
+        answer = self._call(self.client.chat.completions.create, "/chat/completions", model=self.model,
+                            messages=messages, tools=tools, tool_choice="auto", temperature=self.temperature,
+                            max_tokens=self.max_tokens, logprobs=True if self.token_ids else None,
+                            extra_body=extra or None)
+        return parse_completion(answer.model_dump())
 
     def served_model(self):
         """The first model the endpoint serves (vLLM and agent.serve serve one), for when none was named."""
-        models = self._request("GET", "/models").get("data") or []
+        models = list(self._call(self.client.models.list, "/models"))
         if not models:
             raise PolicyUnavailable(f"{self.base_url}/models lists no model: name one with --model or KS_POLICY_MODEL")
-        return models[0]["id"]
+        return models[0].id
 
-    def _request(self, method, path, body=None):
-        """One HTTP exchange, retried with exponential backoff (and jitter) on network errors, 429 and 5xx."""
+    def _call(self, method, path, **kwargs):
+        """METHOD(**KWARGS) (None values left out), its failures turned into the policy's typed errors."""
+        openai = _client_class()
         url = self.base_url + path
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(body).encode() if body is not None else None
-        failure = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(self.backoff_s * 2 ** (attempt - 1), 60.0) * random.uniform(0.5, 1.0))
-            request = urllib.request.Request(url, data=data, headers=headers, method=method)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc)
-                if exc.code in RETRYABLE:
-                    failure = f"HTTP {exc.code}: {detail}"
-                    continue
-                raise _http_error(url, exc.code, detail) from None
-            except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError) as exc:
-                failure = str(getattr(exc, "reason", exc))
-            except json.JSONDecodeError:
-                failure = "the answer is not JSON"
-        raise PolicyUnavailable(
-            f"the policy endpoint {url} failed {self.retries + 1} times (last: {failure}). Start a server "
-            f"(`vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes`, or "
-            f"`python -m agent.serve --model DIR`) or point --base-url / KS_POLICY_BASE_URL at a running one")
+        try:
+            return method(**{k: v for k, v in kwargs.items() if v is not None})
+        except openai.APIConnectionError as exc:  # APITimeoutError included: the SDK retried them all
+            reason = str(exc.__cause__ or exc) or type(exc).__name__
+            raise PolicyUnavailable(
+                f"the policy endpoint {url} failed {self.retries + 1} times (last: {reason}). Start a server "
+                f"(`vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes`, or "
+                f"`python -m agent.serve --model DIR`) or point --base-url / KS_POLICY_BASE_URL at a running one"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise _http_error(url, exc.status_code, _error_detail(exc)) from None
+        except openai.APIResponseValidationError as exc:
+            raise PolicyError(f"{url} answered something that is not a chat completion: {exc}") from None
 
 
 def _error_detail(exc):
-    try:
-        text = exc.read().decode(errors="replace")
-    except OSError:
-        return exc.reason or ""
-    try:
-        error = json.loads(text).get("error", text)
-        return error.get("message", str(error)) if isinstance(error, dict) else str(error)
-    except (json.JSONDecodeError, AttributeError):
-        return text[:500]
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(error.get("message") or error)
+        return str(error)
+    if body:
+        return str(body)[:500]
+    return exc.message or ""
 
 
 def _http_error(url, code, detail):
+    if code in (400, 422) and "return_token_ids" in detail:
+        return PolicyUnavailable(f"{url} does not return token ids (HTTP {code}: {detail}); vLLM does. Serve the "
+                                 f"policy with vLLM for training, or run without --token-ids")
     if code == 400 and any(word in detail.lower() for word in CONTEXT_WORDS):
         return ContextTooLong(detail)
     if code in (401, 403):
@@ -101,14 +123,18 @@ def _http_error(url, code, detail):
     if code == 404:
         return PolicyUnavailable(f"{url} answered 404 ({detail}): check --base-url (it usually ends in /v1) "
                                  f"and --model")
+    if code >= 500 or code in (408, 409, 429):
+        return PolicyUnavailable(f"{url} kept answering HTTP {code} ({detail}) after every retry: the server is "
+                                 f"overloaded or failing; check its log")
     return PolicyError(f"{url} answered HTTP {code}: {detail}")
 
 
 def parse_completion(data):
-    """An Action from a chat completion. Malformed tool calls become ToolCalls with .error, never exceptions."""
+    """An Action from a chat completion (as a dict). Malformed tool calls become ToolCalls with .error, never
+    exceptions."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices:
-        raise PolicyError(f"the endpoint's answer has no choices: {json.dumps(data)[:300]}")
+        raise PolicyError(f"the endpoint's answer has no choices: {json.dumps(data, default=str)[:300]}")
     choice = choices[0]
     message = choice.get("message") or {}
     content = message.get("content") or ""
@@ -117,10 +143,15 @@ def parse_completion(data):
     for tool_call in message.get("tool_calls") or []:
         function = tool_call.get("function") or {}
         calls.append(call_from_json(function.get("name"), function.get("arguments"), tool_call.get("id") or ""))
+    finish_reason = choice.get("finish_reason") or ""
+    if not calls and "</tool_call>" in content:
+        # The server has no tool-call parser for this model: the calls are still in the text.
+        text = content if "<tool_call>" in content else BARE_CALL.sub(r"\1<tool_call>\2", content, count=1)
+        content, calls = parse_tool_calls(text)
     usage = data.get("usage") or {}
     logprobs = (choice.get("logprobs") or {}).get("content")
     return Action(thought="\n\n".join(part for part in (reasoning.strip(), content.strip()) if part),
-                  tool_calls=calls, finish_reason=choice.get("finish_reason") or "",
+                  tool_calls=calls, finish_reason=finish_reason,
                   prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
                   prompt_token_ids=data.get("prompt_token_ids"), response_token_ids=choice.get("token_ids"),
                   response_logprobs=[entry["logprob"] for entry in logprobs] if logprobs else None)

@@ -187,7 +187,9 @@ def _training_contexts():
     return contexts
 
 
-def build_tiny_model(folder):
+def build_tiny_model(folder, arch="mistral"):
+    """A tiny model trained to open an episode with a read_file call; ARCH 'mistral' or 'qwen2' (a model type
+    `transformers serve` parses Hermes tool calls for)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast
@@ -217,11 +219,16 @@ def build_tiny_model(folder):
     torch.manual_seed(0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended ones
-    config = MistralConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                           num_attention_heads=4, num_key_value_heads=4, sliding_window=32,
-                           max_position_embeddings=32768, eos_token_id=fast.eos_token_id,
-                           pad_token_id=fast.pad_token_id, bos_token_id=None, tie_word_embeddings=True)
-    model = MistralForCausalLM(config)
+    shape = dict(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=32768,
+                 eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
+                 tie_word_embeddings=True)
+    if arch == "qwen2":
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+        # Every layer attends to the last 32 tokens, as the Mistral one does: it was trained on prompts' tails.
+        model = Qwen2ForCausalLM(Qwen2Config(use_sliding_window=True, sliding_window=32, max_window_layers=0, **shape))
+    else:
+        model = MistralForCausalLM(MistralConfig(sliding_window=32, **shape))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(150):
         loss = model(input_ids=ids, labels=labels).loss
