@@ -1,30 +1,9 @@
-"""Which target a form offers first: CUDA only where a GPU can serve it (a live worker on a GPU queue, or a GPU on
-this host), else the CPU; KS_DEFAULT_DEVICE overrides both."""
-import logging
+"""Which target a form offers first: KS_DEFAULT_DEVICE where the operator set it (a web host without a GPU in front
+of GPU workers sets cuda), else CUDA where this host has a GPU, else the CPU. Live workers on the gpu queue say
+nothing: runstudio starts one on every host, and without a GPU it evaluates on the CPU target."""
 from pathlib import Path
 
-import redis
 from django.conf import settings
-
-from studio import queues
-
-log = logging.getLogger(__name__)
-GPU_QUEUES = ("gpu", "staff-gpu", "train")
-
-
-def gpu_workers_live():
-    """How many live workers listen on a GPU queue (0 when Redis cannot be reached)."""
-    from rq import Worker
-
-    from training.evaluation.queues import live_workers
-    try:
-        connection = queues.connection()
-        live = live_workers(connection)
-        return sum(1 for w in Worker.all(connection=connection)
-                   if w.name in live and set(w.queue_names()) & set(GPU_QUEUES))
-    except redis.RedisError as exc:
-        log.warning("default device: Redis unreachable (%s); judging by this host alone", exc)
-        return 0
 
 
 def gpu_on_this_host():
@@ -36,4 +15,4 @@ def default_device():
     """'cuda' or 'cpu': what a form's target defaults to."""
     if settings.KS_DEFAULT_DEVICE:
         return settings.KS_DEFAULT_DEVICE
-    return "cuda" if gpu_on_this_host() or gpu_workers_live() else "cpu"
+    return "cuda" if gpu_on_this_host() else "cpu"

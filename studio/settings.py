@@ -100,7 +100,8 @@ KS_POLICY_BASE_URL = env_str("KS_POLICY_BASE_URL", "http://127.0.0.1:8001/v1")
 KS_POLICY_MODEL = env_str("KS_POLICY_MODEL", "kernel-studio-policy")
 KS_POLICY_API_KEY = env_secret("KS_POLICY_API_KEY", "")
 
-# The target forms offer first; empty: CUDA where a GPU worker is live or this host has a GPU, else the CPU.
+# The target forms offer first; empty: CUDA where this host has a GPU, else the CPU (a web host without a GPU in
+# front of GPU workers sets cuda).
 KS_DEFAULT_DEVICE = env_str("KS_DEFAULT_DEVICE", "")
 if KS_DEFAULT_DEVICE not in ("", "cpu", "cuda"):
     raise ImproperlyConfigured(f"KS_DEFAULT_DEVICE={KS_DEFAULT_DEVICE!r}: use 'cpu', 'cuda' or leave it empty")

@@ -47,11 +47,12 @@ def test_a_run_form_error_stays_beside_its_field(user_client):
     assert b'<div class="field-error" role="alert">Ensure this value is less than or equal to 500.</div>' in response.content
 
 
-def test_forms_default_to_the_cpu_without_a_gpu_worker_or_gpu(user_client, monkeypatch):
+def test_forms_default_to_the_cpu_on_a_host_without_a_gpu(user_client, monkeypatch):
     monkeypatch.setattr(devices, "gpu_on_this_host", lambda: False)
     page = user_client.get("/problems/new").content.decode()
-    assert '<option value="cpu" selected>' in page
-    assert devices.gpu_workers_live() == 0 and devices.default_device() == "cpu"
+    assert '<option value="cpu" selected>' in page and devices.default_device() == "cpu"
+    monkeypatch.setattr(devices, "gpu_on_this_host", lambda: True)
+    assert '<option value="cuda" selected>' in user_client.get("/problems/new").content.decode()
 
 
 def test_an_operator_can_pin_the_default_target(settings):
