@@ -12,6 +12,7 @@ COMMANDS = {
     "evaluate": ("training.evaluation.cli", "run a policy over KernelBench levels and report the field's metrics"),
     "synthesize": ("training.synthesis.cli", "build verified fused-operator training tasks"),
     "train": ("training.rl.cli", "RFT warm-up, value pre-training and multi-turn PPO from a YAML config"),
+    "data": ("training.rl.data", "teacher episodes over synthesized tasks: RFT trajectories and a held-out split"),
 }
 
 

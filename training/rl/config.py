@@ -33,7 +33,8 @@ class TasksConfig:
     levels: list = field(default_factory=list)  # keep only these KernelBench levels (empty: all)
     names: list = field(default_factory=list)  # keep only these problem names (empty: all)
     limit: int = 0  # at most this many tasks (0: all)
-    held_out: float = 0.2  # fraction kept for evaluation, never trained on
+    held_out: float = 0.2  # fraction kept for evaluation, never trained on (a data build's rows carry their own)
+    unreached: bool = False  # a data build's tasks the teacher did not solve: train on them too
     min_held_out: int = 1
 
 
@@ -86,6 +87,7 @@ class RFTConfig:
     lr: float = 1e-3
     batch_size: int = 2
     max_tokens: int = 16384  # longer sequences are cut (their tail)
+    data: str = ""  # a data build's trajectories.jsonl (python -m training data): trained on instead of episodes
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
 
 

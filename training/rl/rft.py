@@ -35,6 +35,9 @@ def sft_loss(model, batch):
 
 
 def trajectories_file(run):
+    """Where the stage's trajectories are: a data build's (rft.data), else those collected into the run."""
+    if run.config.rft.data:
+        return Path(run.config.rft.data)
     return run.dir / "rft" / "trajectories.jsonl"
 
 
@@ -51,6 +54,9 @@ def collect(run, actor=None):
     stored = load_trajectories(path)
     if stored:
         return stored
+    if run.config.rft.data:
+        raise RFTError(f"rft.data {path} holds no trajectory: build it with `python -m training data` (its "
+                       f"trajectories.jsonl), or leave rft.data empty to collect episodes in the run")
     cfg = run.config.rft
     rollouts = run.rollouts()
     if cfg.source == "policy":

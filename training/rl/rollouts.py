@@ -185,7 +185,18 @@ class Rollouts:
         """Trajectories of one episode per task in TASKS acted by WHO ('actor' or 'heuristic'), their files under
         FOLDER/I-NAME/. Episodes that fail to run are logged and counted in `failures`; none at all is an error."""
         folder = Path(folder)
-        outs = [folder / f"{i:03d}-{task.name}" for i, task in enumerate(tasks)]
+        results = self.run(tasks, who, [folder / f"{i:03d}-{task.name}" for i, task in enumerate(tasks)])
+        trajectories = [t for t in results if isinstance(t, Trajectory)]
+        errors = [r for r in results if isinstance(r, str)]
+        self.failures = len(errors)
+        if not trajectories:
+            raise RolloutError(f"no episode could be run ({len(errors)} failed); the first error: "
+                               f"{errors[0] if errors else 'no task given'}")
+        return trajectories
+
+    def run(self, tasks, who, outs):
+        """One episode per task in TASKS acted by WHO, its files under the matching folder of OUTS: for each, its
+        Trajectory or, for an episode that failed to run, an error string."""
         if self.config.rollouts.backend == "rq":
             results = self._collect_rq(tasks, who, outs)
         else:
@@ -201,13 +212,7 @@ class Rollouts:
                     self.generation_stats = dict(self.generator.stats)
                     self.generator.close()
                     self.generator = None
-        trajectories = [t for t in results if isinstance(t, Trajectory)]
-        errors = [r for r in results if isinstance(r, str)]
-        self.failures = len(errors)
-        if not trajectories:
-            raise RolloutError(f"no episode could be run ({len(errors)} failed); the first error: "
-                               f"{errors[0] if errors else 'no task given'}")
-        return trajectories
+        return results
 
     def _episode(self, task, who, out):
         policy = self._policy(who)

@@ -1,6 +1,6 @@
-"""The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl rows of {"name", "code"}, or a
-synthesized dataset's rows of {"task_id", "name", "source"}) or a folder of .py files, written under RUN/tasks/
-and split once into training and held-out sets."""
+"""The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl rows of {"name", "code"}, a
+synthesized dataset's rows of {"task_id", "name", "source"}, or a data build's tasks.jsonl whose rows carry their
+split) or a folder of .py files, written under RUN/tasks/ and split once into training and held-out sets."""
 import json
 import random
 import re
@@ -22,7 +22,7 @@ class Task:
         return Path(self.path).read_text()
 
 
-def _rows(source):
+def read_rows(source):
     path = Path(source)
     if path.is_dir():
         return [{"name": p.stem, "code": p.read_text()} for p in sorted(path.glob("*.py"))]
@@ -66,7 +66,7 @@ def load(config, folder, seed=0):
         split = json.loads(split_file.read_text())
         return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
                 [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
-    rows = _rows(config.source)
+    rows = read_rows(config.source)
     if config.levels:
         if rows and not any("level" in r for r in rows):
             raise TaskError(f"{config.source} has no levels (synthesized tasks): set tasks.levels to [] "
@@ -79,11 +79,14 @@ def load(config, folder, seed=0):
     if not rows:
         raise TaskError(f"no task left in {config.source} after the levels/names/limit filters")
     folder.mkdir(parents=True, exist_ok=True)
-    names, taken = [], set()
+    names, taken, sides = [], set(), {}
     for row in rows:
         name = _unique(re.sub(r"[^A-Za-z0-9_]+", "_", str(row["name"])), row, taken)
         (folder / f"{name}.py").write_text(row["code"])
         names.append(name)
+        sides[name] = row.get("split")
+    if any(sides.values()):
+        return _given_split(names, sides, config, split_file, folder)
     order = names[:]
     random.Random(seed).shuffle(order)
     n_held = min(len(order) - 1, max(config.min_held_out, round(len(order) * config.held_out))) \
@@ -91,6 +94,22 @@ def load(config, folder, seed=0):
     split = {"train": order[n_held:], "held_out": order[:n_held]}
     if not split["train"]:
         split["train"] = split["held_out"]  # a single task: train and evaluate on it (a toy run)
+    split_file.write_text(json.dumps(split, indent=1))
+    return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+            [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
+
+
+def _given_split(names, sides, config, split_file, folder):
+    """The split a data build decided (training/rl/data.py: each row's "split"), recorded like a drawn one; the
+    tasks the teacher did not solve train only with tasks.unreached."""
+    unknown = sorted({side for side in sides.values()} - {"train", "held_out", "unreached"})
+    if unknown:
+        raise TaskError(f"{config.source}: unknown split(s) {unknown}: rows are train, held_out or unreached")
+    train = [n for n in names if sides[n] == "train" or (config.unreached and sides[n] == "unreached")]
+    split = {"train": train, "held_out": [n for n in names if sides[n] == "held_out"]}
+    if not split["train"]:
+        raise TaskError(f"{config.source} has no training task: build the data with more tasks or set "
+                        f"tasks.unreached: true")
     split_file.write_text(json.dumps(split, indent=1))
     return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
             [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])

@@ -1,0 +1,108 @@
+"""The data build (training/rl/data.py): tasks de-duplicated by fingerprint, teacher trajectories over the threshold
+kept, and a split by task whose held-out side never leaks into training, neither as a task nor as a trajectory,
+nor through a duplicate under another name; the run's task loader keeps the build's split."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.trajectory import Trajectory
+from training.rl import data
+from training.rl.config import TasksConfig
+from training.rl.tasks import load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def source(k):
+    return f"import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * {k}\n"
+
+
+def teacher(name, reward):
+    return Trajectory(problem=f"{name}.py", device="cpu", policy="heuristic",
+                      verdict={"reward": reward, "correct": reward >= 1})
+
+
+def rows(n):
+    """N synthesized-style rows over N // 2 graphs: each graph twice, under two names (a second row of one graph
+    differs only in its docstring, as a renamed duplicate would)."""
+    out = []
+    for k in range(n // 2):
+        out.append({"name": f"op_{k}", "code": source(k), "fingerprint": f"graph:{k:04d}"})
+        out.append({"name": f"renamed_{k}", "code": '"""again"""\n' + source(k), "fingerprint": f"graph:{k:04d}"})
+    return out
+
+
+def test_the_split_never_leaks_a_held_out_task_into_training():
+    tasks, duplicates = data.distinct(rows(600))
+    assert duplicates == 300 and len({t.fingerprint for t in tasks}) == len(tasks) == 300
+    # the teacher solves two tasks in three, at rewards 1, 2 or 3; it fails the others
+    episodes = {t.name: teacher(t.name, [1.0, 2.0, -1.0, 3.0, -1.0, 1.0][i % 6]) for i, t in enumerate(tasks)}
+    kept = data.split(tasks, episodes, threshold=1.0, held_out=0.2)
+    sides = {side: [t for t in tasks if t.split == side] for side in data.SPLITS}
+    held = {t.fingerprint for t in sides["held_out"]}
+    assert held and not held & {t.fingerprint for t in sides["train"]}
+    assert 0.1 < len(held) / (len(sides["train"]) + len(held)) < 0.3
+    # RFT's trajectories are the training tasks' alone, each over the threshold
+    assert {Path(t.problem).stem for t in kept} == {t.name for t in sides["train"]}
+    assert all(t.verdict["reward"] >= 1.0 for t in kept)
+    # a task the teacher failed is neither trained on nor held out
+    assert all(t.teacher_reward < 1.0 for t in sides["unreached"]) and len(sides["unreached"]) == 100
+
+
+def test_a_tasks_side_stays_when_the_dataset_grows():
+    small, _ = data.distinct(rows(40))
+    large, _ = data.distinct(rows(400))
+    for tasks in (small, large):
+        data.split(tasks, {t.name: teacher(t.name, 2.0) for t in tasks}, threshold=1.0, held_out=0.3)
+    before = {t.fingerprint: t.split for t in small}
+    assert before == {t.fingerprint: t.split for t in large if t.fingerprint in before}
+
+
+def test_the_run_loads_the_builds_split_and_trains_on_unreached_tasks_only_when_asked(tmp_path):
+    tasks, _ = data.distinct(rows(40))
+    data.split(tasks, {t.name: teacher(t.name, -1.0 if i % 4 == 0 else 1.0) for i, t in enumerate(tasks)}, 1.0, 0.3)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t.to_json()) + "\n" for t in tasks))
+    train, held_out = load(TasksConfig(source=str(path), held_out=0.9), tmp_path / "run-tasks")
+    assert sorted(t.name for t in held_out) == sorted(t.name for t in tasks if t.split == "held_out")
+    assert sorted(t.name for t in train) == sorted(t.name for t in tasks if t.split == "train")
+    both, _ = load(TasksConfig(source=str(path), unreached=True), tmp_path / "with-unreached")
+    assert len(both) == len(train) + sum(t.split == "unreached" for t in tasks)
+    assert not {t.name for t in both} & {t.name for t in held_out}
+
+
+@pytest.mark.slow
+def test_the_data_command_runs_the_teacher_and_keeps_held_out_trajectories_out(tmp_path):
+    toy = [json.loads(line) for line in (ROOT / "training/configs/toy_tasks.jsonl").read_text().splitlines()]
+    # the toy tasks twice, the second time under other names: four rows, two tasks
+    source_rows = toy + [{**row, "name": row["name"] + "_again"} for row in toy]
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("".join(json.dumps(r) + "\n" for r in source_rows))
+    fingerprints = [data.fingerprint_of(r) for r in toy]
+    # a seed that puts the two tasks on different sides, so that both are exercised
+    seed = next(s for s in range(100) if data.held_out_side(fingerprints[0], 0.5, s)
+                != data.held_out_side(fingerprints[1], 0.5, s))
+    out = tmp_path / "data"
+    command = [sys.executable, "-m", "training", "data", "training/configs/toy.yaml", "--tasks", str(tasks_file),
+               "--out", str(out), "--held-out", "0.5", "--set", f"seed={seed}", "--set", "rollouts.workers=2"]
+    env = {**os.environ, "KS_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["duplicates"] == 2 and summary["tasks"] == 2 and summary["complete"]
+    assert summary["splits"] == {"train": 1, "held_out": 1}, summary
+    built = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
+    held, = [r["name"] for r in built if r["split"] == "held_out"]
+    trained, = [r["name"] for r in built if r["split"] == "train"]
+    kept = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert [Path(t["problem"]).stem for t in kept] == [trained] and kept[0]["verdict"]["reward"] >= 1
+    # run again: every episode is stored, nothing runs, the same data comes out
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "episodes:" not in again.stdout
+    assert [json.loads(line)["split"] for line in (out / "tasks.jsonl").read_text().splitlines()] == \
+        [r["split"] for r in built]
+    assert held != trained
