@@ -35,7 +35,7 @@ class PackageResult:
     device: str = ""
     operators: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # what the user should know: no wheel and why, fakes to write
-    check: dict | None = None  # the package's own tests in a fresh environment: ok, installed, seconds, tests
+    check: dict | None = None  # its own tests in a fresh environment: ok, installed, seconds, failed, passed
 
     def to_json(self):
         return asdict(self)
@@ -79,7 +79,7 @@ def package_solution(problem, solution, out_dir, name=None, verdict=None, build_
         with tempfile.TemporaryDirectory(prefix="ks-check-") as tmp:
             checked = check_package(sdist, tmp, install=wheel)
         result.check = {"ok": checked.ok, "installed": checked.installed, "seconds": checked.seconds,
-                        "failed": checked.failed}
+                        "failed": checked.failed, "passed": checked.passed}
         if not checked.ok:
             raise PackageCheckFailed(checked, result)
     return result

@@ -57,11 +57,12 @@ def infer(op, calls, device):
     calls = [c for c in calls if c.get("outs") is not None and len(c["outs"]) == len(op.returns)]
     if not calls:
         return unknown(op, "it was not called when ModelNew ran on the problem's inputs")
-    fitted = _fit(op, calls, device)
+    fitted = _fit(op, calls, calls, device)
     if isinstance(fitted, str) and any(not c.get("trusted") for c in calls):
-        # Calls with grown sizes ran the kernel where the model never does: what the model's own calls show wins.
+        # Calls with grown sizes ran the kernel where the model never does: what the model's own calls show wins,
+        # but a size that changed on any call is never a constant.
         trusted = [c for c in calls if c.get("trusted")]
-        fitted = _fit(op, trusted, device) if trusted else fitted
+        fitted = _fit(op, trusted, calls, device) if trusted else fitted
     if isinstance(fitted, str):
         return unknown(op, fitted)
     outputs, described = zip(*fitted)
@@ -78,8 +79,9 @@ def _sources(calls):
     return ", ".join(f"{n} at {kind}" if n > 1 else kind for kind, n in kinds.items())
 
 
-def _fit(op, calls, device):
-    """[(expression, description)] per output, or why none fits."""
+def _fit(op, calls, seen, device):
+    """[(expression, description)] per output fitting CALLS, or why none fits; a dimension is a constant only if
+    it has one value on all the calls SEEN."""
     fitted = []
     for k in range(len(op.returns)):
         outs = [c["outs"][k] for c in calls]
@@ -90,7 +92,8 @@ def _fit(op, calls, device):
             return f"output {k} has {' or '.join(map(str, sorted(ranks)))} dimensions on different calls"
         sizes = []
         for j in range(ranks.pop()):
-            size = _size(op, calls, k, j)
+            size = _size(op, calls, k, j, {c["outs"][k]["shape"][j] for c in seen
+                                           if len(c["outs"][k].get("shape", ())) > j})
             if size is None:
                 seen = sorted({tuple(o["shape"]) for o in outs})[:4]
                 return (f"no expression of the arguments' sizes gives dimension {j} of output {k} on every call "
@@ -128,21 +131,22 @@ def _atoms(op, call):
 
 
 def _text(atom):
+    """The Python text of an atom: `name.shape[d]` for a size, `name` for an integer argument (or a constant)."""
     name, d = atom
     return name if d is None else f"{name}.shape[{d}]"
 
 
-def _candidates(op, calls, j):
-    """Expressions for dimension J of an output, most plausible first, as (text, function of an atom dict)."""
+def _candidates(op, calls, j, values):
+    """Expressions for dimension J of an output, most plausible first, as (text, function of an atom dict); VALUES:
+    the sizes it had on every call seen."""
     first = _atoms(op, calls[0])
     tensors = [a for a in first if a[1] is not None]
     same_dim = [a for a in tensors if a[1] == j]
     ints = [a for a in first if a[1] is None]
     for atom in same_dim + [a for a in tensors if a[1] != j] + ints:
         yield _text(atom), lambda v, atom=atom: v.get(atom)
-    values = {c["outs_j"] for c in calls}
     if len(values) == 1:  # never varied: a constant is the simplest story, before arithmetic that happens to fit
-        value = values.pop()
+        value = next(iter(values))
         yield str(value), lambda v, value=value: value
     for atom in same_dim + [a for a in tensors if a[1] != j] + ints:
         for c in _DIVISORS:
@@ -156,12 +160,57 @@ def _candidates(op, calls, j):
             for a in sorted(_OFFSETS, key=abs):
                 text = f"{_text(atom)} * {c}" + (f" {'+' if a >= 0 else '-'} {abs(a)}" if a else "")
                 yield text, lambda v, atom=atom, a=a, c=c: None if v.get(atom) is None else v[atom] * c + a
+    yield from _window_candidates(same_dim + [a for a in tensors if a[1] != j], ints + tensors, ints)
     for name in dict.fromkeys(a[0] for a in tensors):
         dims = [a for a in tensors if a[0] == name]
         for start in range(len(dims)):
             for end in range(start + 2, len(dims) + 1):
                 run = dims[start:end]
                 yield " * ".join(map(_text, run)), lambda v, run=run: _product(v, run)
+
+
+def _window_candidates(sizes, kernels, ints):
+    """Sizes of sliding windows (pools, convolutions) over a size A with a kernel K (an integer argument or another
+    argument's size, a weight's), stride S, padding P and dilation D (integer arguments or small constants):
+    (A + 2P - D(K - 1) - 1) // S + 1, and the transposed (A - 1)S - 2P + D(K - 1) + 1."""
+    strides = ints + [(str(n), None) for n in (1, 2, 3, 4)]
+    paddings = ints + [(str(n), None) for n in (0, 1, 2, 3)]
+    dilations = [("1", None)] + ints + [("2", None)]  # dilation is rarely an argument: 1 first
+    for a in sizes:
+        for k in kernels:
+            if k == a:
+                continue
+            for d in dilations:
+                for p in paddings:
+                    for s in strides:
+                        yield (_window_text(a, k, s, p, d, transposed=False),
+                               lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=False))
+                        yield (_window_text(a, k, s, p, d, transposed=True),
+                               lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=True))
+
+
+def _value(v, atom):
+    """An atom's value in V, or the constant it names."""
+    return int(atom[0]) if atom[1] is None and atom[0].isdigit() else v.get(atom)
+
+
+def _window(v, a, k, s, p, d, transposed):
+    A, K, S, P, D = (_value(v, x) for x in (a, k, s, p, d))
+    if None in (A, K, S, P, D) or S <= 0:
+        return None
+    if transposed:
+        return (A - 1) * S - 2 * P + D * (K - 1) + 1
+    return (A + 2 * P - D * (K - 1) - 1) // S + 1
+
+
+def _window_text(a, k, s, p, d, transposed):
+    A, K, S, P, D = (_text(x) for x in (a, k, s, p, d))
+    pad = "" if P == "0" else f" - {2 * int(P)}" if P.isdigit() else f" - 2 * {P}"
+    reach = f" + {K}" if D == "1" else f" + {D} * ({K} - 1) + 1"
+    if transposed:
+        return (f"{A} - 1" if S == "1" else f"({A} - 1) * {S}") + pad + reach
+    inner = A + pad.replace(" - ", " + ", 1) + (f" - {K}" if D == "1" else f" - {D} * ({K} - 1) - 1")
+    return f"{inner} + 1" if S == "1" else f"({inner}) // {S} + 1"
 
 
 def _product(values, atoms):
@@ -173,10 +222,10 @@ def _product(values, atoms):
     return total
 
 
-def _size(op, calls, k, j):
+def _size(op, calls, k, j, values):
     rows = [dict(c, outs_j=c["outs"][k]["shape"][j]) for c in calls]
     atoms = [_atoms(op, c) for c in rows]
-    for text, value in _candidates(op, rows, j):
+    for text, value in _candidates(op, rows, j, values):
         if all(value(a) == r["outs_j"] for a, r in zip(atoms, rows)):
             return text
     return None

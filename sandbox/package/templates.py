@@ -186,7 +186,7 @@ def test_model_new_matches_the_reference(seed):
         assert_close(new(*x), ref(*x))
 
 
-@pytest.mark.parametrize("variant", VARIANTS or [None], ids=lambda v: v["label"] if v else "none")
+@pytest.mark.parametrize("variant", VARIANTS or [None], ids=lambda v: v["label"].replace(" ", "") if v else "none")
 def test_model_new_matches_the_reference_at_another_batch_size(variant):
     if variant is None:
         pytest.skip(NO_VARIANT)

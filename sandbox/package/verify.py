@@ -14,6 +14,7 @@ from sandbox.errors import PackagingError
 
 _TAIL = 20000
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+_PASSED = re.compile(r"^\S+::(\S+) PASSED", re.M)
 
 
 @dataclass
@@ -24,6 +25,7 @@ class CheckResult:
     seconds: float
     log: str
     failed: list = field(default_factory=list)  # pytest's ids of the tests that failed or errored
+    passed: list = field(default_factory=list)  # the names (with parameters) of the tests that passed
 
 
 class PackageCheckFailed(PackagingError):
@@ -78,5 +80,5 @@ def check_package(sdist, workdir, install=None):
                "--no-cache-dir", "--no-index", str(install.resolve())], workdir, log)
     ok = ok and _run([str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests"], root, log)
     text = "\n".join(log)
-    failed = list(dict.fromkeys(_FAILED.findall(text)))
-    return CheckResult(ok, str(install), str(python), round(time.monotonic() - t0, 3), text[-_TAIL:], failed)
+    failed, passed = list(dict.fromkeys(_FAILED.findall(text))), _PASSED.findall(text)
+    return CheckResult(ok, str(install), str(python), round(time.monotonic() - t0, 3), text[-_TAIL:], failed, passed)

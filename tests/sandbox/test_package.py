@@ -159,14 +159,15 @@ def problem(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def packaged(problem, tmp_path_factory):
-    """The workspace packaged once through the CLI, with a verdict: (the CLI's JSON report, its exit code)."""
+    """The workspace packaged once through the CLI, with a verdict: (the CLI's JSON report, its exit code). Its
+    check runs in the test below, from the sdist."""
     root = tmp_path_factory.mktemp("packaged")
     _write(root / "workspace", WORKSPACE)
     (root / "verdict.json").write_text(VERDICT.dumps())
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         code = main(["package", str(problem), str(root / "workspace"), "--out", str(root / "dist"),
-                     "--name", "ks-test-add-relu", "--verdict", str(root / "verdict.json")])
+                     "--name", "ks-test-add-relu", "--verdict", str(root / "verdict.json"), "--no-check"])
     return json.loads(stdout.getvalue()), code
 
 
@@ -196,7 +197,9 @@ def test_the_sdist_holds_sources_operators_tests_and_the_measurements(packaged):
             "tests/test_ks_test_add_relu.py"} <= names
     model = _sdist_text(sdist, "src/ks_test_add_relu/model.py")
     assert "sandbox" not in model and "ext = _ks_ops" in model
-    assert 'register_fake("ks_test_add_relu::add_relu")' in _sdist_text(sdist, "src/ks_test_add_relu/ops.py")
+    ops = _sdist_text(sdist, "src/ks_test_add_relu/ops.py")
+    assert 'register_fake("ks_test_add_relu::add_relu")' in ops
+    assert "return torch.empty((x.shape[0], x.shape[1]), dtype=x.dtype, device=x.device)" in ops
     readme = _sdist_text(sdist, "README.md")
     for figure in ("0.0123 ms", "0.0456 ms", "3.71x", "0.0345 ms", "2.80x", "reward 3", "torch 2."):
         assert figure in readme
@@ -212,6 +215,7 @@ def test_the_sdist_installs_into_a_fresh_environment_passes_its_tests_and_compil
     assert "Building wheel for ks-test-add-relu" in check.log  # the sdist was compiled here
     assert "test_model_new_compiles_without_graph_breaks PASSED" in check.log
     assert "test_operators_pass_opcheck PASSED" in check.log
+    assert "test_model_new_compiles_with_dynamic_shapes PASSED" in check.log
     # The fresh environment cannot import the sandbox: the package stands on its own.
     run = subprocess.run([check.python, "-c", EXPLAIN], capture_output=True, text=True,
                          cwd=tmp_path_factory.getbasetemp())
@@ -225,7 +229,7 @@ def test_the_sdist_installs_into_a_fresh_environment_passes_its_tests_and_compil
 def test_a_load_inline_solution_packages_too(problem, tmp_path_factory):
     root = tmp_path_factory.mktemp("inline")
     (root / "solution.py").write_text(INLINE)
-    result = package_solution(problem, root / "solution.py", root / "dist", name="ks-inline-add-relu")
+    result = package_solution(problem, root / "solution.py", root / "dist", name="ks-inline-add-relu", check=False)
     assert result.wheel and result.operators == ["ks_inline_add_relu::add_relu"]
     ops = _sdist_text(result.sdist, "src/ks_inline_add_relu/ops.py")
     assert '@torch.library.custom_op("ks_inline_add_relu::add_relu", mutates_args=())' in ops
