@@ -24,6 +24,7 @@ class ModelConfig:
     vocab_size: int = 2048  # of the tokenizer trained on the task corpus
     max_positions: int = 16384
     dtype: str = "float32"  # float32 or bfloat16 (the learner's weights)
+    mixed_precision: str = "no"  # no or bf16: float32 weights and optimizer, bf16 autocast (accelerate's)
 
 
 @dataclass
@@ -88,6 +89,10 @@ class RFTConfig:
     batch_size: int = 2
     max_tokens: int = 16384  # longer sequences are cut (their tail)
     data: str = ""  # a data build's trajectories.jsonl (python -m training data): trained on instead of episodes
+    pack: bool = False  # samples packed into rows of max_tokens (positions restart per sample), batch_size rows a step
+    schedule: str = "constant"  # constant or cosine (decaying to min_lr_ratio x lr at the last step)
+    warmup: float = 0.0  # the share of the optimizer steps the learning rate ramps up over
+    min_lr_ratio: float = 0.1
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
 
 
@@ -161,6 +166,9 @@ class RunConfig:
             (self.rollouts.backend in ("inprocess", "rq"), "rollouts.backend must be inprocess or rq"),
             (self.rollouts.policy in ("transformers", "openai"), "rollouts.policy must be transformers or openai"),
             (self.rollouts.reload in ("none", "vllm"), "rollouts.reload must be none or vllm"),
+            (self.model.mixed_precision in ("no", "bf16"), "model.mixed_precision must be no or bf16"),
+            (self.rft.schedule in ("constant", "cosine"), "rft.schedule must be constant or cosine"),
+            (0 <= self.rft.warmup < 1, "rft.warmup must be in [0, 1): a share of the optimizer steps"),
             (self.rft.source in ("heuristic", "policy"), "rft.source must be heuristic or policy"),
             (self.ppo.guards.action in ("stop", "warn"), "ppo.guards.action must be stop or warn"),
             (set(self.stages) <= set(STAGES), f"stages must be among {', '.join(STAGES)}"),

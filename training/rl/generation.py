@@ -102,7 +102,7 @@ class BatchedGenerator:
                 taken = self._take()
             try:
                 results = self.generate_many(taken)
-            except Exception as exc:  # every waiting episode must hear of it, not hang
+            except Exception as exc:  # noqa: BLE001 -- every waiting episode must hear of it, not hang
                 error = GenerationError(f"a batch of {len(taken)} prompts ({max(len(r.prompt_ids) for r in taken)} "
                                         f"tokens at most) failed: {type(exc).__name__}: {exc}")
                 for request in taken:

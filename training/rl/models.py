@@ -19,15 +19,39 @@ class ModelError(RuntimeError):
     """A model or tokenizer cannot be loaded or built; the message says what to change in the config."""
 
 
-def corpus(task_sources):
+# The project's own CUDA, C++ and Python: the kernels, bindings and harness code the agent reads and writes.
+SOURCE_FOLDERS = ("agent", "sandbox")
+SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".cpp", ".h", ".hpp"}
+MAX_TRAJECTORIES = 4000  # enough text for the merges; more only slows the tokenizer's training
+
+
+def corpus(task_sources, trajectories=()):
     """The texts a from-scratch tokenizer is trained on: SKILL.md, the agent's reference workspaces, the tool
-    schemas and prompts, and the tasks' sources (TASK_SOURCES)."""
+    schemas and prompts, the project's CUDA/C++/Python sources, the tasks' sources (TASK_SOURCES) and the
+    TRAJECTORIES the actor will be fine-tuned on (their thoughts, tool calls and observations, as it will read them)."""
     from agent.loop import SYSTEM, TASK
     from agent.tools import SCHEMAS
     from agent.workspace import EXAMPLES, SKILL
     texts = [SKILL.read_text(), json.dumps(SCHEMAS), SYSTEM, TASK]
     texts += [p.read_text(errors="replace") for p in sorted(EXAMPLES.rglob("*")) if p.is_file()]
+    root = Path(__file__).resolve().parents[2]
+    texts += [p.read_text(errors="replace") for folder in SOURCE_FOLDERS for p in sorted((root / folder).rglob("*"))
+              if p.suffix in SOURCE_SUFFIXES and p.is_file()]
+    texts += [trajectory_text(t) for t in list(trajectories)[:MAX_TRAJECTORIES]]
     return texts + list(task_sources)
+
+
+def trajectory_text(trajectory):
+    """A trajectory's text as the chat template lays it out: each turn's thought, its tool calls as the JSON of a
+    <tool_call> block, and what the tools answered."""
+    parts = []
+    for turn in trajectory.turns:
+        parts.append(turn.thought or "")
+        for call in turn.tool_calls:
+            parts.append("<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}) +
+                         "\n</tool_call>")
+            parts.append("<tool_response>\n" + (call.observation or "") + "\n</tool_response>")
+    return "\n".join(parts)
 
 
 def train_tokenizer(texts, vocab_size):
@@ -56,9 +80,10 @@ def model_config(cfg, tokenizer):
                                 pad_token_id=tokenizer.pad_token_id, bos_token_id=None, tie_word_embeddings=True)
 
 
-def base_checkpoint(cfg, folder, task_sources, seed=0):
+def base_checkpoint(cfg, folder, task_sources, seed=0, trajectories=()):
     """The folder of the run's base model: CFG.path when given, else FOLDER, where a small model and its
-    tokenizer are built once (randomly initialized, seeded) and saved, so every stage and resume starts alike."""
+    tokenizer (trained on corpus(TASK_SOURCES, TRAJECTORIES)) are built once (randomly initialized, seeded) and
+    saved, so every stage and resume starts alike."""
     if cfg.path:
         path = Path(cfg.path)
         if not (path / "config.json").is_file():
@@ -69,7 +94,7 @@ def base_checkpoint(cfg, folder, task_sources, seed=0):
     if (folder / "config.json").is_file():
         return folder
     from transformers import AutoModelForCausalLM
-    tokenizer = train_tokenizer(corpus(task_sources), cfg.vocab_size)
+    tokenizer = train_tokenizer(corpus(task_sources, trajectories), cfg.vocab_size)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(model_config(cfg, tokenizer))
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,8 +134,9 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, input_ids, attention_mask=None):
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                               use_cache=False).last_hidden_state
         return self.head(hidden.to(self.head.weight.dtype)).squeeze(-1)
 
     def save_pretrained(self, folder, state_dict=None):

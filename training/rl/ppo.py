@@ -50,7 +50,9 @@ def kl_to_reference(logprobs, ref_logprobs, mask):
 
 # -- model outputs, aligned with the tokens ---------------------------------------------------------------------
 def per_row(forward, model, batch):
-    """FORWARD(module, ids [b, n], attention [b, n] or None) -> [b, n, ...] over BATCH, as [B, T, ...].
+    """FORWARD(module, ids [b, n], attention [b, n] or None, positions [b, n] or None) -> [b, n, ...] over BATCH,
+    as [B, T, ...]. A packed batch (positions restarting at each sample) runs without an attention mask: the model
+    keeps its samples apart from the positions.
 
     Rows are right-padded. Where it can, each row runs alone on its own tokens (padded back with zeros):
     attention then needs no mask and takes the fused kernels, whose memory grows with the length and not its
@@ -58,12 +60,14 @@ def per_row(forward, model, batch):
     model wrapped for several processes needs one forward per backward, alike on every rank: with gradients
     it runs the padded batch in one forward; without, the unwrapped module runs row by row."""
     module = getattr(model, "module", model)
+    positions = batch.positions
     if torch.is_grad_enabled() and module is not model:
-        return forward(model, batch.token_ids, batch.attention)
+        return forward(model, batch.token_ids, batch.attention if positions is None else None, positions)
     width = batch.token_ids.shape[1]
     rows = []
     for i, length in enumerate(batch.attention.sum(1).tolist()):
-        out = forward(module, batch.token_ids[i:i + 1, :int(length)], None)
+        out = forward(module, batch.token_ids[i:i + 1, :int(length)], None,
+                      None if positions is None else positions[i:i + 1, :int(length)])
         rows.append(torch.cat([out, out.new_zeros(1, width - out.shape[1], *out.shape[2:])], 1))
     return torch.cat(rows, 0)
 
@@ -71,8 +75,10 @@ def per_row(forward, model, batch):
 def token_logprobs(model, batch, temperature=1.0):
     """([B, T] log-probability of each token given the ones before it, [B, T] entropy of that distribution);
     position 0 (nothing before it) is 0."""
-    def rows(module, ids, attention):
-        logits = module(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    def rows(module, ids, attention, positions):
+        # no KV cache: scoring needs none, and transformers reads packed samples' positions only without one
+        logits = module(input_ids=ids, attention_mask=attention, position_ids=positions,
+                        use_cache=False).logits[:, :-1].float()
         logp = torch.log_softmax(logits / temperature, dim=-1)
         chosen = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
         entropy = -(logp.exp() * logp).sum(-1)
@@ -85,8 +91,8 @@ def token_logprobs(model, batch, temperature=1.0):
 
 def token_values(critic, batch):
     """[B, T] values: position t holds the critic's value of the state before token t is generated."""
-    def rows(module, ids, attention):
-        values = module(ids, attention).float()[:, :-1]
+    def rows(module, ids, attention, positions):
+        values = module(ids, attention, positions).float()[:, :-1]
         return torch.cat([values.new_zeros(values.shape[0], 1), values], 1)
 
     return per_row(rows, critic, batch)

@@ -16,8 +16,6 @@ import logging
 import urllib.error
 import urllib.request
 
-from training.rl.config import StaleServerError
-
 log = logging.getLogger(__name__)
 
 # vLLM's development endpoints, at the server's root (not under /v1), in order.
@@ -32,8 +30,7 @@ class ReloadError(RuntimeError):
 
 def root_of(base_url):
     """The server's root URL from an OpenAI-style base URL (http://host:8001/v1 -> http://host:8001)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
+    return base_url.rstrip("/").removesuffix("/v1")
 
 
 def reload_vllm(base_url, api_key="", timeout_s=600.0):

@@ -12,10 +12,12 @@ from pathlib import Path
 import torch
 
 from agent.trajectory import Trajectory
-from training.rl.gae import masked_mean
+from training.rl import tokens
 from training.rl.distributed import batch_count, gather, minibatches
+from training.rl.gae import masked_mean
 from training.rl.metrics import Metrics, distribution, merge_process_stats
 from training.rl.ppo import token_logprobs
+from training.rl.schedule import lr_at, set_lr
 from training.rl.tokens import episode_reward
 
 
@@ -81,26 +83,31 @@ def train(run):
         raise RFTError(f"no trajectory of {len(trajectories)} reached rft.threshold {cfg.threshold} (rewards "
                        f"{rewards}): lower the threshold or collect more episodes (rft.episodes)")
     samples = run.samples(kept)
+    rows = tokens.pack(samples, cfg.max_tokens) if cfg.pack else samples
     optimizer = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
     actor, optimizer = acc.prepare(actor, optimizer)
     start, _ = run.resume("rft", {"actor": optimizer})
     metrics = Metrics(run.dir, "rft")
+    per_epoch = batch_count(acc, len(rows), cfg.batch_size)
     for epoch in run.progress(range(start, cfg.epochs), "rft", cfg.epochs, start):
-        order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(run.config.seed + epoch))
+        order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(run.config.seed + epoch))
         losses, norms = [], []
-        for index in minibatches(order.tolist(), batch_count(acc, len(samples), cfg.batch_size), cfg.batch_size):
-            batch = run.batch(samples=[samples[j] for j in index])
+        for b, index in enumerate(minibatches(order.tolist(), per_epoch, cfg.batch_size)):
+            lr = lr_at(epoch * per_epoch + b, cfg.epochs * per_epoch, cfg.lr, cfg.schedule, cfg.warmup,
+                       cfg.min_lr_ratio)
+            set_lr(optimizer, lr)
+            batch = run.batch(samples=[rows[j] for j in index])
             loss = sft_loss(actor, batch)
             optimizer.zero_grad()
             acc.backward(loss)
             norms.append(float(acc.clip_grad_norm_(actor.parameters(), run.config.ppo.max_grad_norm)))
             optimizer.step()
             losses.append(loss.item())
-        record = {"loss": sum(losses) / len(losses), "grad_norm": sum(norms) / len(norms),
-                  "collected": len(trajectories), "kept": len(kept),
+        record = {"loss": sum(losses) / len(losses), "grad_norm": sum(norms) / len(norms), "lr": lr,
+                  "rows": len(rows), "collected": len(trajectories), "kept": len(kept),
                   "policy_tokens": sum(sum(s.mask) for s in samples), **distribution("kept_reward",
                                                                                     [episode_reward(t) for t in kept])}
-        record = merge_process_stats(gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens"},
+        record = merge_process_stats(gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens", "rows"},
                                      episodes=False)  # every rank's share of the episodes
         record["kept_fraction"] = record["kept"] / record["collected"]
         if acc.is_main_process:

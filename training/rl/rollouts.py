@@ -154,8 +154,6 @@ class Rollouts:
             refuse_stale(r, "these rollouts")
             if accelerator is None or accelerator.is_main_process:
                 reload_vllm(r.base_url, os.environ.get("KS_POLICY_API_KEY", ""))
-            if accelerator is not None:
-                accelerator.wait_for_everyone()
         elif r.policy == "openai":
             self.stop_server()
             self.server = PolicyServer(folder)

@@ -21,7 +21,8 @@ class Run:
         hf_logging.disable_progress_bar()  # the stages' own bars say what is going on
         self.config, self.quiet = config, quiet
         self.dir = Path(config.run_dir).resolve()
-        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available(),
+                                       mixed_precision=config.model.mixed_precision)
         set_seed(config.seed)
         self.log = logging.LoggerAdapter(logging.getLogger("training.rl"), {"run": self.dir.name})
         with self.accelerator.main_process_first():
@@ -30,8 +31,17 @@ class Run:
                 run_config.dump(config, self.dir / "config.yaml")
             self.train_set, self.held_out = run_tasks.load(config.tasks, self.dir / "tasks", config.seed)
             self.base = models.base_checkpoint(config.model, self.dir / "base",
-                                               [t.source for t in self.train_set + self.held_out], config.seed)
+                                               [t.source for t in self.train_set + self.held_out], config.seed,
+                                               self._tokenizer_trajectories())
         self.tokenizer = models.load_tokenizer(self.base)
+
+    def _tokenizer_trajectories(self):
+        """The RFT data a from-scratch tokenizer learns from: a data build's trajectories (rft.data), when given and
+        the base model is still to be built."""
+        if self.config.model.path or not self.config.rft.data or (self.dir / "base" / "config.json").is_file():
+            return []
+        from training.rl.rft import load_trajectories
+        return load_trajectories(self.config.rft.data)
 
     # -- models -------------------------------------------------------------------------------------------------
     def actor(self, stage):

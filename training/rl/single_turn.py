@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 from sandbox import EvalConfig, SandboxError, evaluate
+from training.rl.generation import BatchedGenerator
 from training.rl.metrics import Guards, Metrics, step_stats
 from training.rl.ppo import update
-from training.rl.generation import BatchedGenerator
 from training.rl.rollouts import LivePolicy
 from training.rl.tokens import Sample
 

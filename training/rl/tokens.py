@@ -25,6 +25,7 @@ class Sample:
     rewards: list  # token-level rewards: nonzero only on the last token of a turn's answer
     reward: float = 0.0  # the episode's reward (the sandbox's reward of its best solution, sandbox/reward.py)
     meta: dict = field(default_factory=dict)
+    positions: list = field(default_factory=list)  # packed samples only: each token's position in its own episode
 
 
 def turn_rewards(trajectory, format_penalty=0.0, turn_penalty=0.0):
@@ -129,14 +130,37 @@ def _meta(trajectory):
             "status": verdict.get("status", "")}
 
 
+def pack(items, width):
+    """ITEMS concatenated into rows of at most WIDTH tokens (first fit, longest first), fewer and fuller rows for
+    fine-tuning. Each token keeps its position within its own sample, from which the model's attention mask keeps
+    samples apart (transformers builds a block-diagonal causal mask from restarting position ids). A sample's first
+    token is never a policy token (it opens the prompt), so no loss crosses from one sample into the next."""
+    rows = []
+    for sample in sorted(items, key=lambda s: -len(s.token_ids)):
+        row = next((r for r in rows if len(r.token_ids) + len(sample.token_ids) <= width), None)
+        if row is None:
+            row = Sample([], [], [], [], meta={"packed": 0})
+            rows.append(row)
+        for name in ("token_ids", "mask", "logprobs", "rewards"):
+            getattr(row, name).extend(getattr(sample, name))
+        row.positions.extend(range(len(sample.token_ids)))
+        row.meta["packed"] += 1
+    return rows
+
+
+FIELDS = ("token_ids", "attention", "mask", "logprobs", "rewards", "positions")
+
+
 @dataclass
 class Batch:
-    """Samples padded on the right into [B, T] tensors; `attention` is 1 on real tokens."""
+    """Samples padded on the right into [B, T] tensors; `attention` is 1 on real tokens; `positions` (packed
+    samples only, else None) restart at each packed sample's first token."""
     token_ids: torch.Tensor
     attention: torch.Tensor
     mask: torch.Tensor
     logprobs: torch.Tensor
     rewards: torch.Tensor
+    positions: torch.Tensor | None = None
 
     @classmethod
     def collate(cls, items, pad_id=0):
@@ -147,14 +171,21 @@ class Batch:
         def pad(name, value, dtype):
             return torch.tensor([getattr(s, name) + [value] * (width - len(s.token_ids)) for s in items], dtype=dtype)
         attention = torch.tensor([[1] * len(s.token_ids) + [0] * (width - len(s.token_ids)) for s in items])
+        positions = None
+        if any(s.positions for s in items):
+            positions = torch.tensor([(s.positions or list(range(len(s.token_ids)))) +
+                                      list(range(len(s.token_ids), width)) for s in items], dtype=torch.long)
         return cls(pad("token_ids", pad_id, torch.long), attention, pad("mask", 0, torch.float32),
-                   pad("logprobs", 0.0, torch.float32), pad("rewards", 0.0, torch.float32))
+                   pad("logprobs", 0.0, torch.float32), pad("rewards", 0.0, torch.float32), positions)
+
+    def _map(self, fn):
+        return Batch(*(None if getattr(self, f) is None else fn(getattr(self, f)) for f in FIELDS))
 
     def to(self, device):
-        return Batch(*(getattr(self, f).to(device) for f in ("token_ids", "attention", "mask", "logprobs", "rewards")))
+        return self._map(lambda t: t.to(device))
 
     def __len__(self):
         return self.token_ids.shape[0]
 
     def select(self, index):
-        return Batch(*(getattr(self, f)[index] for f in ("token_ids", "attention", "mask", "logprobs", "rewards")))
+        return self._map(lambda t: t[index])
