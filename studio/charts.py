@@ -68,7 +68,7 @@ def speedup_bars(speedups):
     slower), each with its spread as an error bar, or '' with none."""
     if not speedups:
         return ""
-    width, label_w, value_w, row, top = 560, 200, 120, 26, 20
+    width, label_w, value_w, row, top = 680, 200, 190, 26, 20
     span = width - label_w - value_w
     extent = max(math.log(2.0), *(abs(math.log(v)) for s in speedups for v in (s.low, s.high, s.speedup) if v > 0))
     extent *= 1.1

@@ -1,12 +1,15 @@
-"""A person's whole path through the studio in Chromium: sign in, upload a problem, watch a heuristic run live on the
-CPU target (reloading mid-run), edit and evaluate a kernel, download the package. Screenshots: artifacts/e2e/."""
+"""A person's whole path through the studio in Chromium: sign up, sign in, see each upload error beside its field,
+upload a problem, watch a heuristic run live on the CPU target (reloading mid-run) until its page leads with the
+verdict and speedup bars, edit and evaluate a kernel with the verdicts before and after side by side, diff two
+versions, download the package, run again and delete from "my runs", follow a staff evaluation's progress.
+Screenshots: artifacts/e2e/."""
 import gzip
 import re
 
 import psycopg
 import pytest
 
-from studio.testing import chromium_missing
+from studio.testing import chromium_missing, log_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing() or "ok")]
 
@@ -48,6 +51,47 @@ def needs(key):
     if key not in state:
         pytest.skip(f"needs the {key} of an earlier test")
     return state[key]
+
+
+def test_sign_up_shows_errors_beside_fields_then_signs_the_new_account_in(page, studio, shot):
+    page.goto(studio.url + "/accounts/signup")
+    page.fill("#id_username", "grace")
+    page.fill("#id_password1", "a-long passphrase 91")
+    page.fill("#id_password2", "another passphrase")
+    page.click("main button[type=submit]")
+    assert "didn" in page.inner_text("#id_password2-error")  # "The two password fields didn't match."
+    shot(page, "00-sign-up-error")
+    page.fill("#id_password1", "a-long passphrase 91")
+    page.fill("#id_password2", "a-long passphrase 91")
+    page.click("main button[type=submit]")
+    page.wait_for_url(studio.url + "/")
+    assert "Sign out grace" in page.inner_text("header")
+    page.click("text=Sign out grace")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+
+
+def test_upload_errors_are_shown_beside_their_fields(page, studio, shot, tmp_path):
+    log_in(page, studio)
+    page.goto(studio.url + "/problems/new")
+    page.click("text=Validate and save")
+    page.wait_for_selector(".upload-form .form-error")
+    assert "one of the two" in page.inner_text(".upload-form .form-error")
+    big = tmp_path / "big.py"
+    big.write_text("#" * (3 << 19))  # 1.5 MB against the 1 MB limit
+    page.set_input_files("#id_file", str(big))
+    page.click("text=Validate and save")
+    page.wait_for_selector("#id_file-error")
+    assert page.inner_text("#id_file-error") == "The file is 1.5 MB; the limit is 1.0 MB."
+    shot(page, "01b-upload-too-big")
+    page.fill("#id_code", "import torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n")
+    page.set_input_files("#id_file", [])
+    assert page.eval_on_selector("#id_device", "s => s.value") == "cpu"  # no GPU here: the form starts on the CPU
+    page.click("text=Validate and save")
+    page.wait_for_selector("text=The problem is not valid", timeout=120_000)
+    assert "get_inputs" in page.inner_text("pre.reason")
+    shot(page, "01c-upload-invalid")
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
 
 
 def test_sign_in_and_upload_a_problem(page, studio, shot, tmp_path):
@@ -99,6 +143,15 @@ def test_a_heuristic_run_streams_turn_cards_live_and_a_reload_shows_no_gap(page,
     assert shown == stored_turns(studio, run_id) and shown == list(range(1, len(shown) + 1)) and len(shown) > first - 1
     assert page.locator("#version-rows tr").count() >= 1
     page.wait_for_selector("#runtime-chart circle", state="attached")
+    # Once it ended, the page leads with the verdict: correct, the reward badge, speedup bars with their spread.
+    page.wait_for_selector("#run-verdict .verdict-headline")
+    assert page.inner_text("#run-verdict .headline").startswith("Correct: ")
+    assert page.locator("#run-verdict .reward-badge").inner_text().startswith("reward ")
+    assert page.locator("#run-verdict svg.speedups g.bar").count() >= 1
+    assert "trials correct" in page.inner_text("#run-verdict .trials")
+    assert page.evaluate("() => document.querySelector('#run-verdict').getBoundingClientRect().top < "
+                         "document.querySelector('#timeline').getBoundingClientRect().top")
+    assert page.locator("#run-cancel").count() == 0 and page.locator("#run-retry").count() == 1
     shot(page, "06-run-finished")
 
 
@@ -120,7 +173,21 @@ def test_edit_and_evaluate_a_kernel_then_keep_it(page, studio, shot):
     verdict = page.inner_text("#verdict-status")
     assert verdict.startswith("ok · reward"), verdict
     assert "correct" in page.inner_text("#verdict-trials")
+    # The edit's verdict beside the version's, both rendered as every verdict is.
+    page.wait_for_selector("#verdict-after .verdict-headline")
+    assert page.inner_text("#verdict-after h2").startswith("After: your edit")
+    assert page.inner_text("#verdict-before h2").startswith("Before: version #")
+    assert page.evaluate("() => { const a = document.querySelector('#verdict-before').getBoundingClientRect(), "
+                         "b = document.querySelector('#verdict-after').getBoundingClientRect(); "
+                         "return Math.abs(a.top - b.top) < 2 && a.left < b.left; }")
+    # The edit against the version as opened, in Monaco's diff editor, still editable on its right side.
+    page.select_option("#diff-against", "opened")
+    page.wait_for_selector("#edit[data-diff='opened'] .monaco-diff-editor")
+    assert page.evaluate("() => monaco.editor.getDiffEditors()[0].getModel().modified.getValue()"
+                         ".includes('tuned by hand in the browser')")
     shot(page, "08-editor-verdict")
+    page.select_option("#diff-against", "")
+    page.wait_for_function("() => document.getElementById('edit').dataset.diff === ''")
     page.click("#keep")
     page.wait_for_selector("#kept:has-text('Kept as version')")
     kept = int(re.search(r"version #(\d+)", page.inner_text("#kept")).group(1))
@@ -141,6 +208,21 @@ def test_edit_and_evaluate_a_kernel_then_keep_it(page, studio, shot):
     state["kept"] = kept
 
 
+def test_a_diff_between_two_versions_of_the_run(page, studio, shot):
+    kept = needs("kept")
+    page.goto(needs("run"))
+    page.wait_for_selector(f"#version-a option[value='{kept}']", state="attached")
+    page.select_option("#version-a", str(kept))
+    agent = page.eval_on_selector_all("#version-b option", "os => os.map(o => o.value).filter(v => v)")
+    agent = [v for v in agent if v != str(kept)][0]
+    page.select_option("#version-b", agent)
+    page.wait_for_selector("#kernels .monaco-diff-editor")
+    models = page.evaluate("() => { const m = monaco.editor.getDiffEditors()[0].getModel(); "
+                           "return [m.original.getValue(), m.modified.getValue()]; }")
+    assert "tuned by hand in the browser" in models[1] and "tuned by hand in the browser" not in models[0]
+    shot(page, "09b-run-diff")
+
+
 def test_download_the_best_version_as_a_package(page, studio, shot):
     page.goto(needs("run"))
     page.click("text=Download as a pip-installable package")
@@ -152,3 +234,37 @@ def test_download_the_best_version_as_a_package(page, studio, shot):
     with open(path, "rb") as f:
         assert gzip.decompress(f.read())[:512].strip(b"\0")  # a real gzip'd tarball
     assert download.value.suggested_filename.endswith(".tar.gz")
+
+
+def test_my_runs_runs_again_and_deletes(page, studio, shot):
+    run_id = int(needs("run").rsplit("/", 1)[1])
+    page.goto(studio.url + "/runs/")
+    row = page.locator(f"#run-row-{run_id}")
+    assert "succeeded" in row.inner_text() and re.search(r"\d+\.\d\dx", row.inner_text())
+    shot(page, "11-my-runs")
+    row.locator("text=Run again").click()
+    page.wait_for_url(re.compile(r"/runs/\d+$"))
+    again = int(page.url.rsplit("/", 1)[1])
+    assert again != run_id and page.inner_text("#run-status") in ("queued", "running", "succeeded")
+    page.goto(studio.url + "/runs/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_navigation():
+        page.locator(f"#run-row-{again} >> text=Delete").click()
+    page.goto(studio.url + "/runs/")
+    assert page.locator(f"#run-row-{again}").count() == 0 and page.locator(f"#run-row-{run_id}").count() == 1
+    shot(page, "12-my-runs-after-delete")
+
+
+def test_staff_follow_an_evaluations_progress(page, studio, shot):
+    with psycopg.connect(studio.database_url.replace("postgres://", "postgresql://")) as conn:
+        user_id = conn.execute("SELECT id FROM auth_user WHERE username = %s", [studio.username]).fetchone()[0]
+        evaluation = conn.execute(
+            "INSERT INTO studio_benchevaluation (status, job_id, error, created_at, started_at, created_by_id, policy,"
+            " model, device, levels, sandbox, folder, progress) VALUES ('running', '', '', now(),"
+            " now() - interval '10 minutes', %s, 'heuristic', '', 'cpu', '1', 'strict', '', %s::jsonb) RETURNING id",
+            [user_id, '{"done": 4, "total": 10, "correct": 3, "current": "level1/5_Matrix_scalar"}']).fetchone()[0]
+    page.goto(f"{studio.url}/staff/evaluations/{evaluation}")
+    assert "4 of 10 problems done" in page.inner_text("#evaluation-progress")
+    assert page.inner_text(".current-problem") == "level1/5_Matrix_scalar"
+    assert page.inner_text(".elapsed").startswith("elapsed 10 min") and "left" in page.inner_text(".eta")
+    shot(page, "13-staff-evaluation-progress")
