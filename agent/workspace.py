@@ -1,7 +1,12 @@
 """The episode's workspace: a folder with the problem, SKILL.md and a native kernel layout, and path confinement."""
+import logging
 import os
 import shutil
 from pathlib import Path
+
+from agent.export import ExportError, literal, kernelbench_solution
+
+log = logging.getLogger(__name__)
 
 SKILL = Path(__file__).with_name("SKILL.md")
 EXAMPLES = Path(__file__).with_name("reference")
@@ -226,11 +231,11 @@ def write_files(folder, files):
     return folder
 
 
-SOLUTION_PY = '''"""{title}
+WORKSPACE_SOLUTION_PY = '''"""{title}
 
-Exported by Kernel Studio from a native workspace (KernelBench style: defines ModelNew). The workspace's
-sources below are written to a folder named by their hash and built by sandbox.native (kernel-studio must be
-installed); ModelNew is the class of the workspace's model_new.py, loaded from that folder.
+Exported by Kernel Studio from a native workspace in the project's own form, since it cannot be a plain KernelBench
+solution: {why}. The workspace's sources below are written to a folder named by their hash and built by sandbox.native
+(kernel-studio must be installed); ModelNew is the class of the workspace's model_new.py, loaded from that folder.
 """
 import hashlib
 import importlib.util
@@ -262,16 +267,20 @@ ModelNew = _module.ModelNew
 '''
 
 
-def _literal(text):
-    """A Python literal of TEXT: a readable raw triple-quoted string where that is exact, repr() otherwise."""
-    if "'''" not in text and not text.endswith(("\\", "'")) and "\r" not in text:
-        return "r'''" + text + "'''"
-    return repr(text)
-
-
 def solution_source(files, title="A Kernel Studio solution"):
-    """A self-contained solution.py holding the workspace FILES (model_new.py, binding.cpp, kernels/)."""
-    if "model_new.py" not in files:
-        raise ValueError("the solution has no model_new.py to export")
-    sources = "\n".join(f"    {rel!r}: {_literal(text)}," for rel, text in sorted(files.items()))
-    return SOLUTION_PY.format(title=title, sources=sources)
+    """A self-contained solution.py of the workspace FILES (model_new.py, binding.cpp, kernels/): a plain KernelBench
+    solution built by load_inline, importing nothing but torch (agent.export); where the workspace cannot take that
+    form, the project's own (workspace_solution_source), whose docstring says why."""
+    try:
+        return kernelbench_solution(files, title)
+    except ExportError as why:
+        if "model_new.py" not in files:
+            raise
+        log.warning("%s is exported in the workspace form: %s", title, why)
+        return workspace_solution_source(files, title, str(why))
+
+
+def workspace_solution_source(files, title, why):
+    """solution.py holding the workspace FILES verbatim, built by sandbox.native at import (needs kernel-studio)."""
+    sources = "\n".join(f"    {rel!r}: {literal(text)}," for rel, text in sorted(files.items()))
+    return WORKSPACE_SOLUTION_PY.format(title=title, why=why.rstrip("."), sources=sources)

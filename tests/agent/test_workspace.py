@@ -8,7 +8,7 @@ import pytest
 
 from agent.tools import Tools
 from agent.trajectory import ToolCall
-from agent.workspace import PathOutsideWorkspace, Workspace, solution_source
+from agent.workspace import PathOutsideWorkspace, Workspace, workspace_solution_source
 
 
 @pytest.fixture
@@ -72,8 +72,9 @@ TRICKY = {
 }
 
 
-def test_solution_py_holds_the_workspace_sources_exactly(tmp_path):
-    source = solution_source(TRICKY, title="a test")
+def test_the_workspace_form_of_solution_py_holds_the_sources_exactly(tmp_path):
+    # The form a workspace is exported in where it cannot be a plain KernelBench solution (agent.export).
+    source = workspace_solution_source(TRICKY, "a test", "a reason")
     path = tmp_path / "solution.py"
     path.write_text(source)
     code = textwrap.dedent(f"""

@@ -216,12 +216,13 @@ def test_without_cgroups_the_jail_says_why_and_falls_back_to_rlimits(probe, monk
 
 
 def test_an_exported_solution_builds_its_workspace_inside_its_own_jail(run_eval, files):
-    # A KernelBench-style solution.py that builds its sources at import (agent.workspace.solution_source) finds no
-    # writable build cache in its jail (only its evaluation's own build folder is there, read-only): it builds into
-    # its private folder instead.
-    from agent.workspace import solution_source
+    # A solution.py in the workspace form (agent.workspace.workspace_solution_source: what a workspace that cannot be
+    # a plain KernelBench solution is exported as) builds its sources at import; it finds no writable build cache in
+    # its jail (only its evaluation's own build folder is there, read-only): it builds into its private folder.
+    from agent.workspace import workspace_solution_source
     reference = PACKAGE_ROOT / "agent" / "reference" / "cpu_add_relu"
     sources = {str(p.relative_to(reference)): p.read_text() for p in reference.rglob("*")
                if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts}
-    v = run_eval(reference / "problem.py", files.solution(solution_source(sources), "exported.py"))
+    exported = workspace_solution_source(sources, "a test", "a reason")
+    v = run_eval(reference / "problem.py", files.solution(exported, "exported.py"))
     assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])
