@@ -13,6 +13,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from agent.heuristic.capture import capture
 from sandbox.problem import import_file
 
 # Module attributes worth knowing for code generation (missing ones are skipped).
@@ -46,14 +47,27 @@ def _meta(node):
 
 
 def analyze(path):
+    """The problem's graph twice: torch.fx's module-level graph (the stage planner's) and the ATen graph torch.export
+    captures (the DAG planner's, under "aten"); ok when either was captured, else the constructs that stopped both."""
     module = import_file(path, "ks_problem")
     with torch.device("meta"):
         model = module.Model(*module.get_init_inputs())
         inputs = module.get_inputs()
+    aten = capture(model, inputs)
     try:
-        graph_module = torch.fx.symbolic_trace(model)
+        result = _fx_analysis(model, inputs)
     except Exception as exc:  # noqa: BLE001 -- reported to the policy as the reason it cannot plan
-        return {"ok": False, "reason": f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}"}
+        reason = f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}"
+        if not aten["ok"]:
+            return {"ok": False, "reason": f"{aten['reason']}; {reason}"}
+        result = {"ok": True, "nodes": [], "fx_reason": reason, "params": {}, "inputs": [], "init_inputs": []}
+    result["aten"] = aten
+    result["init_inputs"] = [_arg(v) for v in module.get_init_inputs()]
+    return result
+
+
+def _fx_analysis(model, inputs):
+    graph_module = torch.fx.symbolic_trace(model)
     ShapeProp(graph_module).propagate(*inputs)
     nodes = []
     for node in graph_module.graph.nodes:
@@ -84,7 +98,7 @@ def analyze(path):
     return {"ok": True, "nodes": nodes, "params": params,
             "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")} if isinstance(x, torch.Tensor)
                        else {"value": x} for x in inputs],
-            "init_inputs": [_arg(v) for v in module.get_init_inputs()]}
+            }
 
 
 CHUNK = 4000  # characters per line of the file: two lines fit one read_file observation

@@ -979,6 +979,9 @@ def _chained(sources, prelude):
 
 
 def workspace_files(plan, device, problem_source, block=256):
+    if plan.kind == "graph":
+        from agent.heuristic.dag.codegen import workspace_files as dag_files
+        return dag_files(plan, device, problem_source, block)
     if device == "cuda":
         kernel = {"elementwise": cuda_elementwise, "rowwise": cuda_rowwise, "gemm": cuda_gemm, "conv": cuda_conv,
                   "pool": cuda_pool}

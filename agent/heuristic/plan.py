@@ -5,9 +5,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-
-class Unsupported(Exception):
-    """The heuristic cannot write kernels for this problem; the message names the operator that stopped it."""
+from agent.heuristic.errors import Unsupported
 
 
 def _f(x):
@@ -305,9 +303,24 @@ def _output_node(analysis):
 
 
 def make_plan(analysis):
-    """The Plan for an analysis, or Unsupported naming the operator that stops it."""
+    """The Plan for an analysis, or Unsupported naming the operator that stops it: the stage planner's chain of fused
+    kernels where the graph is one, else the DAG planner's kernels over the ATen graph torch.export captured."""
     if not analysis.get("ok"):
         raise Unsupported(analysis.get("reason", "the problem could not be analyzed"))
+    chain_error = None
+    if analysis.get("nodes"):
+        try:
+            return _chain_plan(analysis)
+        except Unsupported as exc:
+            chain_error = exc
+    captured = analysis.get("aten") or {}
+    if captured.get("ok"):
+        from agent.heuristic.dag import plan_graph
+        return plan_graph(captured)
+    raise chain_error or Unsupported(captured.get("reason", "the problem could not be captured"))
+
+
+def _chain_plan(analysis):
     for n in analysis["nodes"]:
         if n["op"] != "output" and n.get("dtype") not in (None, "float32"):
             raise Unsupported(f"{n['name']} is {n['dtype']}; the heuristic writes float32 kernels")

@@ -1,0 +1,140 @@
+"""Capture a module's forward as an ATen graph with shapes: torch.export, then export through dynamo (strict).
+
+The graph is decomposed to core ATen plus the decompositions of the norms and softmaxes (so the planner sees
+reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family.
+Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
+"""
+import torch
+
+from agent.heuristic.errors import Unsupported
+
+aten = torch.ops.aten
+
+# Whole ops the planner has a family for: never decomposed.
+KEPT = (aten.scaled_dot_product_attention.default,)
+# Decomposed further than core ATen: the planner fuses their reductions and elementwise parts itself.
+EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_norm.default,
+         aten.native_group_norm.default, aten._native_batch_norm_legit_functional.default,
+         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default,
+         aten.native_batch_norm.default, aten.var_mean.correction, aten.logsumexp.default,
+         aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.hardswish.default,
+         aten.hardsigmoid.default, aten.gelu.default, aten.mish.default, aten.silu.default,
+         aten.softplus.default, aten.elu.default, aten.leaky_relu.default, aten.hardtanh.default,
+         aten.linalg_vector_norm.default, aten.frobenius_norm.dim, aten.addcmul.default, aten.addcdiv.default,
+         aten.lerp.Scalar, aten.lerp.Tensor, aten.std.correction, aten.var.correction, aten.norm.ScalarOpt_dim,
+         aten.huber_loss.default, aten.smooth_l1_loss.default, aten.mse_loss.default, aten.l1_loss.default,
+         aten.binary_cross_entropy.default, aten.nll_loss_forward.default, aten.soft_margin_loss.default,
+         aten.hinge_embedding_loss.default, aten.margin_ranking_loss.default, aten.cosine_similarity.default,
+         aten.kl_div.default, aten.triplet_margin_loss.default, aten.cosine_embedding_loss.default,
+         aten.pairwise_distance.default, aten.glu.default, aten.narrow.default, aten.unbind.int,
+         aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.tensor_split.sections,
+         aten.diag_embed.default, aten.log_sigmoid_forward.default, aten.threshold.default,
+         aten.rrelu_with_noise.default, aten.celu.default, aten.selu.default, aten.prelu.default,
+         aten.std_mean.correction, aten.native_dropout.default, aten.masked_fill.Scalar, aten.masked_fill.Tensor,
+         aten.roll.default, aten.flip.default, aten.tril.default, aten.triu.default, aten.repeat.default,
+         aten.squeeze.dims, aten.unsqueeze_copy.default, aten.expand_copy.default, aten.view_copy.default,
+         aten.permute_copy.default, aten.t_copy.default, aten.transpose_copy.int, aten.im2col.default,
+         aten.embedding_bag.padding_idx, aten._embedding_bag.default, aten.baddbmm.default, aten.addbmm.default,
+         aten.addmv.default, aten.mv.default, aten.dot.default, aten.outer.default, aten.einsum.default)
+
+
+def _decompositions():
+    table = torch.export.default_decompositions()
+    for op in KEPT:
+        table.pop(op, None)
+    from torch._decomp import decomposition_table
+    for op in EXTRA:
+        if op in decomposition_table and op not in KEPT:
+            table[op] = decomposition_table[op]
+    return table
+
+
+def _arg(value):
+    if isinstance(value, torch.fx.Node):
+        return {"node": value.name}
+    if isinstance(value, (list, tuple)):
+        return [_arg(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _arg(v) for k, v in value.items()}
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).replace("torch.", "")}
+    return {"repr": repr(value)[:80]}
+
+
+def _meta(value):
+    """[shape, dtype] of a traced value, a list of them for a tuple, None for anything else."""
+    if isinstance(value, torch.Tensor):
+        return [[int(d) for d in value.shape], str(value.dtype).replace("torch.", "")]
+    if isinstance(value, (list, tuple)):
+        return [_meta(v) for v in value]
+    return None
+
+
+def _graph_json(program, inputs):
+    signature = program.graph_signature
+    kinds = {}
+    user = 0
+    for spec in signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        kind = spec.kind.name.lower()
+        if kind == "user_input":
+            kinds[name] = {"kind": "input", "ref": user}
+            user += 1
+        elif kind in ("parameter", "buffer"):
+            kinds[name] = {"kind": "param" if kind == "parameter" else kind, "ref": spec.target}
+        elif kind == "constant_tensor":
+            value = program.constants[spec.target]
+            if value.is_meta or value.numel() > 4096:
+                raise Unsupported(f"a tensor constant {spec.target} made in forward of shape {list(value.shape)}")
+            kinds[name] = {"kind": "constant", "ref": spec.target, "values": value.flatten().tolist()}
+        else:
+            raise Unsupported(f"an input of kind {kind} ({spec.target})")
+    outputs = []
+    for spec in signature.output_specs:
+        kind = spec.kind.name.lower()
+        if kind not in ("user_output", "buffer_mutation"):
+            raise Unsupported(f"forward changes its input in place ({kind} of {spec.target})")
+        outputs.append({"node": spec.arg.name, "kind": kind, "target": spec.target})
+    nodes = []
+    for node in program.graph.nodes:
+        value = node.meta.get("val")
+        entry = {"name": node.name, "op": node.op, "args": _arg(node.args), "kwargs": _arg(dict(node.kwargs))}
+        if node.op == "call_function":
+            entry["target"] = str(node.target) if isinstance(node.target, torch._ops.OpOverload) \
+                else getattr(node.target, "__name__", str(node.target))
+        if isinstance(value, torch.Tensor):
+            entry["shape"], entry["dtype"] = _meta(value)
+        elif isinstance(value, (list, tuple)):
+            entry["outs"] = [_meta(v) for v in value]
+        elif isinstance(value, (int, float, bool)):
+            entry["value"] = value
+        if node.op == "placeholder":
+            entry.update(kinds.get(node.name, {"kind": "input", "ref": None}))
+        nodes.append(entry)
+    scalars = {i: x for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
+    return {"nodes": nodes, "outputs": outputs, "scalars": scalars}
+
+
+def capture(model, inputs):
+    """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
+    every capture}."""
+    reasons = []
+    for how, strict in (("torch.export", False), ("torch.export (dynamo, strict)", True)):
+        try:
+            program = torch.export.export(model, tuple(inputs), strict=strict)
+            program = program.run_decompositions(_decompositions())
+            graph = _graph_json(program, inputs)
+        except Unsupported as exc:
+            return {"ok": False, "reason": str(exc)}
+        except Exception as exc:  # noqa: BLE001 -- every failure is reported as the construct that stopped capture
+            reasons.append(f"{how}: {type(exc).__name__}: {_first_line(exc)}")
+            continue
+        return {"ok": True, "how": how, **graph}
+    return {"ok": False, "reason": "; ".join(reasons)}
+
+
+def _first_line(exc):
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else "")[:300]

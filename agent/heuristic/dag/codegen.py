@@ -1,0 +1,321 @@
+"""DagPlan -> native workspace files: every kernel in kernels/fused.cpp (C++) or kernels/fused.cu (CUDA), the binding
+that allocates the intermediates and calls them in order, and model_new.py."""
+import math
+import re
+
+from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
+from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
+from agent.heuristic.dag import attention, scan
+from agent.heuristic.dag.cexpr import Emitter, Scope
+from agent.heuristic.dag.ir import C_TYPES
+from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, template
+from agent.heuristic.gemm import HEADERS as GEMM_HEADERS
+from agent.heuristic.plan import Operand, Plan
+
+SCALAR_TYPES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
+                "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
+# On CUDA a reduction over this many elements or more gets a block of threads per output element.
+BLOCK_REDUCE = 256
+
+
+def _indent(lines, depth):
+    return "".join(" " * depth + line + "\n" for line in lines)
+
+
+class Writer:
+    """The kernels of one plan on one device: C functions named k_<node>, each listing the buffers it reads."""
+
+    def __init__(self, plan, device):
+        self.plan, self.device = plan, device
+        self.emitter = Emitter(plan.buffers, device, accumulate_double=device == "cpu")
+        self.functions = []  # (name, [pointer names read], C type written, source)
+        self.headers = set()
+
+    def pointers(self, text, written):
+        names = sorted(set(POINTER.findall(text)) - {written}, key=lambda n: (n[0], int(re.sub(r"\D", "", n[2:]) or 0), n))
+        return [n for n in names if n in self.plan.buffers.values() and not n.startswith("c_")]
+
+    def ctype_of(self, pointer):
+        for node in self.plan.graph.nodes:
+            if self.plan.buffers.get(node.name) == pointer:
+                return node.ctype
+        return next(k.node.ctype for k in self.plan.kernels if self.plan.buffers.get(k.node.name) == pointer)
+
+    def params(self, reads, out_type, qualifier="__restrict__ "):
+        ins = "".join(f"const {self.ctype_of(p)}* {qualifier}{p}, " for p in reads)
+        return f"{ins}{out_type}* {qualifier}out"
+
+    def loop(self, kernel):
+        node = kernel.node
+        scope = Scope()
+        self.emitter.computing = node.name
+        cuda_block = self.device == "cuda" and node.kind == "reduce" and node.attrs["op"] not in ("argmax", "argmin") \
+            and node.args[0].dtype == "float32" and node.dtype == "float32" \
+            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
+        if cuda_block:
+            acc, ctype, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
+            op = {"sum": "a + b", "mean": "a + b", "max": "fmaxf(a, b)", "min": "fminf(a, b)", "prod": "a * b",
+                  "any": "(float)(a || b)", "all": "(float)(a && b)"}[node.attrs["op"]]
+            scope.lines.append(f"{acc} = block_reduce({acc}, [](float a, float b) {{ return {op}; }});")
+            scope.lines.append(f"if (threadIdx.x == 0) out[i] = {final};")
+        else:
+            value = self.emitter.value(scope, node, "i")
+            scope.lines.append(f"out[i] = ({node.ctype})({value});")
+        body = "".join(scope.lines)
+        reads = self.pointers(body, "")
+        name = f"k_{node.name}"
+        n = node.numel
+        if self.device == "cpu":
+            work = max(1, sum(line.count("for (") for line in scope.lines) * 64)
+            source = (f"void {name}({self.params(reads, node.ctype)}) {{\n"
+                      f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
+                      f"    for (int64_t i = 0; i < {n}LL; ++i) {{\n{_indent(scope.lines, 8)}    }}\n}}\n")
+        elif cuda_block:
+            source = (f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
+                      f"    for (int64_t i = blockIdx.x; i < {n}LL; i += gridDim.x) {{\n{_indent(scope.lines, 8)}"
+                      f"    }}\n}}\n"
+                      f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
+                      f"    const int blocks = (int)({n}LL < ks_grid_limit() ? {n}LL : ks_grid_limit());\n"
+                      f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n")
+        else:
+            source = (f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
+                      f"    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {n}LL; "
+                      f"i += (int64_t)gridDim.x * BLOCK) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
+                      f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
+                      f"    const int64_t wanted = ({n}LL + BLOCK - 1) / BLOCK;\n"
+                      f"    const int blocks = (int)(wanted < ks_grid_limit() ? wanted : ks_grid_limit());\n"
+                      f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n")
+        self.functions.append((name, reads, node.ctype, source))
+
+    def scan(self, kernel):
+        name, reads, source = scan.source(kernel.node, self.emitter, self.device, self.pointers, self.params)
+        self.functions.append((name, reads, kernel.node.ctype, source))
+
+    def attention(self, kernel):
+        name, reads, source, headers = attention.source(kernel, self.plan.buffers, self.device, self.params)
+        self.headers |= set(headers)
+        self.functions.append((name, reads, kernel.node.ctype, source))
+
+    def gemm(self, kernel):
+        node, g = kernel.node, kernel.layout
+        a, b = self.plan.buffers[g["a"].name], self.plan.buffers[g["b"].name]
+        name = f"k_{node.name}"
+        batch, m, n, k = g["batch"], g["m"], g["n"], g["k"]
+        if self.device == "cpu":
+            self.headers |= set(GEMM_HEADERS)
+            parallel = "true" if batch * m * n * k >= 1 << 22 else "false"
+            source = ('#include "ks_gemm.h"\n'
+                      f"void {name}(const float* __restrict__ {a}, const float* __restrict__ {b}, "
+                      f"float* __restrict__ out) {{\n"
+                      f"    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
+                      f"{g['w_stride']}}};\n"
+                      f"    ks_gemm(g, {a}, {b}, out, {parallel}, [](int64_t, int64_t, int64_t) {{}});\n}}\n")
+        else:
+            op = "CUBLAS_OP_T" if g["transposed_b"] else "CUBLAS_OP_N"
+            ldb = k if g["transposed_b"] else n
+            source = (f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
+                      f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
+                      f"    const float alpha = 1.0f, beta = 0.0f;\n"
+                      f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
+                      f"    cublasStatus_t status = cublasGemmStridedBatchedEx(h, {op}, CUBLAS_OP_N, {n}, {m}, {k}, "
+                      f"&alpha, {b}, CUDA_R_32F, {ldb}, {g['w_stride']}LL, {a}, CUDA_R_32F, {k}, {m * k}LL, &beta, out, "
+                      f"CUDA_R_32F, {n}, {m * n}LL, {batch}, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);\n"
+                      f"    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(\"cuBLAS GEMM failed: \" + "
+                      f"std::to_string((int)status));\n}}\n")
+        self.functions.append((name, [a, b], "float", source))
+
+    def conv(self, kernel):
+        node, layout = kernel.node, kernel.layout
+        x, w = layout["x"], layout["w"]
+        dims = len(x.shape) - 2
+        conv = {"transposed": node.attrs["transposed"], "dims": dims, "in_shape": list(x.shape),
+                "w_shape": list(w.shape), "conv_shape": list(node.shape), "stride": node.attrs["stride"],
+                "padding": node.attrs["padding"], "dilation": node.attrs["dilation"],
+                "output_padding": node.attrs["output_padding"], "groups": node.attrs["groups"]}
+        plan = Plan("conv", list(node.shape), main=Operand("x", "input", 0, x.shape),
+                    weight=Operand("w", "param", "w", w.shape), conv=conv, body=["const float result = acc;"],
+                    describe="convolution")
+        if self.device == "cpu":
+            self.headers |= set(CONV_HEADERS)
+            text, prelude, call = cpp_conv(plan), CPP_PRELUDE, "run_fused(x, w, out);"
+            signature = "const float* x, const float* w, float* out"
+        else:
+            text, prelude, call = cuda_conv(plan, 256), CUDA_PRELUDE.format(block=256), "launch_fused(x, w, out, stream);"
+            signature = "const float* x, const float* w, float* out, cudaStream_t stream"
+        body = text[len(prelude):]
+        includes = [line for line in body.splitlines() if line.startswith("#include")]
+        body = "\n".join(line for line in body.splitlines() if not line.startswith("#include"))
+        name = f"k_{node.name}"
+        source = "\n".join(includes) + f"\nnamespace ns_{node.name} {{\n{body}\n}}\n" \
+            f"void {name}({signature}) {{ ns_{node.name}::{call} }}\n"
+        self.functions.append((name, [self.plan.buffers[x.name], self.plan.buffers[w.name]], "float", source))
+
+    def write(self):
+        for kernel in self.plan.kernels:
+            getattr(self, kernel.kind)(kernel)
+        constants = "".join(
+            f"static const {n.ctype} c_{n.name}[] = {{{', '.join(_c_number(v, n.dtype) for v in n.attrs['values'])}}};\n"
+            for n in self.plan.graph.nodes if n.kind == "constant")
+        sources = [s for _, _, _, s in self.functions]
+        includes = sorted({line for s in sources for line in s.splitlines() if line.startswith("#include")})
+        sources = ["\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n"
+                   for s in sources]
+        if self.device == "cpu":
+            prelude = CPP_PRELUDE + "#include <limits>\n"
+        else:
+            prelude = (CUDA_PRELUDE.format(block=256) + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
+                       "#include <cublas_v2.h>\n" + WARP_REDUCE + CUBLAS_HANDLE)
+        return prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + \
+            "\n".join(sources)
+
+
+CUBLAS_HANDLE = """
+static cublasHandle_t ks_cublas() {
+    // One handle per process: creating one per call costs more than a small GEMM.
+    static cublasHandle_t h = nullptr;
+    if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    return h;
+}
+"""
+
+
+def _c_number(value, dtype):
+    if dtype == "bool":
+        return "true" if value else "false"
+    if dtype in ("float32", "float64"):
+        return f"{float(value)!r}f".replace("inff", "INFINITY").replace("nanf", "NAN")
+    return f"{int(value)}LL"
+
+
+def _arguments(plan):
+    """The leaves the binding takes, in order: model inputs by position, then parameters, then buffers."""
+    live = {p for _, reads, _, _ in plan.writer.functions for p in reads}
+    leaves = [n for n in plan.graph.nodes if n.kind in ("input", "param", "buffer")
+              and (plan.buffers[n.name] in live or any(k.target == f"buffer:{n.attrs['ref']}" for k in plan.kernels))]
+    order = {"input": 0, "param": 1, "buffer": 2}
+    return sorted(leaves, key=lambda n: (order[n.kind], n.attrs["ref"] if n.kind == "input" else 0))
+
+
+def binding(plan, device, leaves):
+    writer = plan.writer
+    decls, calls, allocs = [], [], []
+    stream = ", cudaStream_t" if device == "cuda" else ""
+    by_target = {f"buffer:{n.attrs['ref']}": n for n in leaves if n.kind == "buffer"}
+    first = plan.buffers[leaves[0].name] if leaves else None
+    if first is None:
+        raise ValueError("a plan without any input")
+    for kernel, (name, reads, ctype, _) in zip(plan.kernels, writer.functions):
+        params = ", ".join(f"const {writer.ctype_of(p)}*" for p in reads)
+        decls.append(f"void {name}({params}{', ' if reads else ''}{ctype}*{stream});")
+        if kernel.target.startswith("buffer:"):
+            target = by_target[kernel.target]
+            out = f"({ctype}*){plan.buffers[target.name]}.data_ptr()"
+        else:
+            out_name = plan.buffers[kernel.node.name]
+            dims = ", ".join(str(d) for d in kernel.node.shape)
+            allocs.append(f"    Tensor {out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
+                          f"torch::headeronly::ScalarType::{SCALAR_TYPES[kernel.node.dtype]});")
+            out = f"({ctype}*){out_name}.data_ptr()"
+        ptrs = "".join(f"(const {writer.ctype_of(p)}*){p}.data_ptr(), " for p in reads)
+        calls.append(f"    {name}({ptrs}{out}{', (cudaStream_t)stream' if device == 'cuda' else ''});")
+        allocs.append(calls.pop())
+    params = ", ".join(f"Tensor {plan.buffers[n.name]}" for n in leaves)
+    checks = "".join(f'    check({plan.buffers[n.name]}, {n.numel}LL, "{plan.buffers[n.name]}");\n' for n in leaves)
+    if device == "cuda":
+        includes, key = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n", "CUDA"
+        get_stream = f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+    else:
+        includes, key, get_stream = "", "CPU", ""
+    return HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/ScalarType.h>
+{includes}#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+using torch::stable::Tensor;
+
+{chr(10).join(decls)}
+
+static void check(const Tensor& t, int64_t numel, const char* name) {{
+    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
+    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
+                                                     " elements, got " + std::to_string(t.numel()));
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}}
+
+Tensor fused({params}) {{
+{checks}{get_stream}{chr(10).join(allocs)}
+    return {plan.buffers[plan.output.name]};
+}}
+
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({', '.join(f'Tensor {plan.buffers[n.name]}' for n in leaves)}) -> Tensor"); }}
+STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
+"""
+
+
+def model_new(plan, leaves, problem_source, device):
+    from agent.heuristic.codegen import CUDNN_PRELOAD
+    params = [n.attrs["ref"] for n in leaves if n.kind == "param"]
+    args = []
+    for n in leaves:
+        if n.kind == "input":
+            args.append(f"inputs[{n.attrs['ref']}].contiguous()")
+        elif n.kind == "param":
+            args.append(f"self._ks_params[{params.index(n.attrs['ref'])}]")
+        else:
+            args.append(f"self.get_buffer({n.attrs['ref']!r})")
+    checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; "
+                     f"these kernels were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
+    preload = CUDNN_PRELOAD if device == "cuda" and any(k.kind == "conv" for k in plan.kernels) else ""
+    return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
+import torch
+import torch.nn as nn
+
+from sandbox.native import load_extension
+{preload}
+ops = load_extension(__file__)
+
+# The reference module, used only to create the same parameters with the same initialization.
+PROBLEM_SOURCE = {problem_source!r}
+_reference = {{}}
+exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        reference = _reference["Model"](*args, **kwargs)
+        for name, child in reference.named_children():
+            self.add_module(name, child)
+        for name, parameter in reference.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in reference.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
+        self._ks_params = [self.get_parameter(name) for name in {params!r}]
+
+    def forward(self, *inputs):
+{checks}        return ops.fused({", ".join(args)})
+'''
+
+
+def workspace_files(plan, device, problem_source, block=256):
+    writer = Writer(plan, device)
+    plan.writer = writer
+    source = writer.write()
+    if device == "cuda":
+        source = source.replace("#define BLOCK 256\n", f"#define BLOCK {block}\n", 1)
+    leaves = _arguments(plan)
+    name = "kernels/fused.cu" if device == "cuda" else "kernels/fused.cpp"
+    files = {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device, leaves),
+             "model_new.py": model_new(plan, leaves, problem_source, device)}
+    for header in writer.headers:
+        files[f"kernels/{header}"] = template(header) if not header.startswith("ks_attention") \
+            else attention.template_text(header)
+    return files
+
+
+__all__ = ["workspace_files", "C_TYPES"]

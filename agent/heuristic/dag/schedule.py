@@ -1,0 +1,173 @@
+"""Which nodes get a buffer, and the kernels that write them, in order: the DAG planner's fusion decisions.
+
+A node is computed where it is read (fused into its readers' kernel) unless it must be stored: the output, a
+library call (GEMM, convolution, attention), a reduction, scan or pool (read many times), an operand a library
+call reads from memory in a layout it cannot take as strides, or a value read by several kernels that would cost
+more to recompute than to store. Dead and identity nodes never appear (only what the outputs reach is scheduled).
+"""
+from dataclasses import asdict, dataclass, field
+
+from agent.heuristic.dag.ir import LEAVES, MATERIALIZED, T, contiguous_strides
+from agent.heuristic.errors import Unsupported
+
+RECOMPUTE = 3  # a value read by several kernels is stored once its inline cost reaches this many operators
+
+
+@dataclass
+class Kernel:
+    kind: str  # loop | scan | gemm | conv | attention
+    node: T
+    target: str = ""  # the buffer written: the node's own, or a model buffer it updates (batch norm's statistics)
+    layout: dict = field(default_factory=dict)  # gemm: operand pointers, transposes, strides
+
+
+@dataclass
+class DagPlan:
+    graph: object
+    kernels: list
+    buffers: dict  # node name -> its buffer's C name (leaves, constants and materialized nodes)
+    output: T
+    describe: str = ""
+    kind: str = "graph"
+    tails: list = field(default_factory=list)  # the chain planner's field: a DAG plan is one stage
+    scalars: dict = field(default_factory=dict)
+
+    def to_json(self):
+        return {"kind": self.kind, "describe": self.describe, "scalars": self.scalars,
+                "kernels": [{"kind": k.kind, "node": k.node.name, "shape": k.node.shape, "dtype": k.node.dtype,
+                             "target": k.target, "layout": k.layout} for k in self.kernels],
+                "nodes": [asdict(n) | {"args": [a.name for a in n.args], "attrs": _plain(n.attrs)}
+                          for n in self.graph.nodes]}
+
+
+def _plain(attrs):
+    return {k: (v.name if isinstance(v, T) else v) for k, v in attrs.items()}
+
+
+def _reachable(graph):
+    seen, stack = set(), [node for node, _, _ in graph.outputs]
+    while stack:
+        node = stack.pop()
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        stack += node.args
+    return seen
+
+
+def _strided(node):
+    """(base, strides, offset) of a node read from memory: a view's map, or the node's own contiguous layout."""
+    if node.kind == "view" and node.attrs["base"].kind != "scalar":
+        return node.attrs["base"], node.attrs["strides"], node.attrs["offset"]
+    return node, contiguous_strides(node.shape), 0
+
+
+class Scheduler:
+    def __init__(self, graph):
+        self.graph = graph
+        self.live = _reachable(graph)
+        self.users = graph.users()
+        self.stored = set()  # names of materialized nodes
+        self.cost = {}
+        self.kernels = []
+        self.layouts = {}
+
+    def store(self, node):
+        if node.kind in LEAVES or node.name in self.stored:
+            return
+        self.stored.add(node.name)
+
+    def in_memory(self, node):
+        return node.kind in ("input", "param", "buffer", "constant") or node.name in self.stored
+
+    def contiguous_operand(self, node):
+        """NODE as a contiguous buffer: itself, the base of a reshape of a stored node, or stored now."""
+        base, strides, offset = _strided(node)
+        if self.in_memory(base) and base.kind != "constant" and offset == 0 \
+                and strides == contiguous_strides(node.shape) and base.numel == node.numel:
+            return base
+        self.store(node)
+        return node
+
+    def gemm_layout(self, node):
+        a, b = node.args
+        batch = node.shape[0] if len(node.shape) == 3 else 1
+        m, n = node.shape[-2:]
+        k = a.shape[-1]
+        a_buf = self.contiguous_operand(a)
+        base, strides, offset = _strided(b)
+        transposed, w_stride = None, None
+        if self.in_memory(base) and base.kind != "constant" and offset == 0:
+            last = strides[-2:]
+            batch_stride = strides[0] if len(strides) == 3 else 0
+            if last == [n, 1]:
+                transposed = False
+            elif last == [1, k]:
+                transposed = True
+            if batch_stride in (0, k * n) and (batch_stride == 0 or len(strides) == 3):
+                w_stride = batch_stride if batch > 1 else 0
+        if transposed is None or w_stride is None:
+            base, transposed, w_stride = self.contiguous_operand(b), False, k * n if batch > 1 else 0
+        return {"a": a_buf, "b": base, "batch": batch, "m": m, "n": n, "k": k, "transposed_b": transposed,
+                "w_stride": w_stride}
+
+    def run(self):
+        for node in self.graph.nodes:
+            if node.name not in self.live:
+                continue
+            if node.kind in MATERIALIZED:
+                self.store(node)
+            if node.kind == "gemm":
+                self.layouts[node.name] = self.gemm_layout(node)
+            elif node.kind == "conv":
+                x, w = node.args
+                self.layouts[node.name] = {"x": self.contiguous_operand(x), "w": self.contiguous_operand(w)}
+            elif node.kind == "attention":
+                self.layouts[node.name] = {"inputs": [self.contiguous_operand(a) for a in node.args[:3]]}
+                if len(node.args) > 3:
+                    mask = node.args[3]
+                    expanded = mask.shape != node.shape[:-1] + [node.args[1].shape[-2]]
+                    if expanded:
+                        raise Unsupported("scaled_dot_product_attention with a mask that broadcasts")
+                    self.layouts[node.name]["inputs"].append(self.contiguous_operand(mask))
+            self.cost[node.name] = 0 if node.kind in LEAVES or node.kind == "view" else 1
+            self.cost[node.name] += sum(self.cost[a.name] for a in node.args if not self.in_memory(a))
+            if self.users.get(node.name, 0) > 1 and self.cost[node.name] >= RECOMPUTE and node.kind != "view":
+                self.store(node)
+        user_output = next(node for node, kind, _ in self.graph.outputs if kind == "user_output")
+        if user_output.kind in LEAVES or user_output.name in self.stored and self.users[user_output.name] > 1 \
+                or user_output.kind == "view":
+            copy = T(f"{user_output.name}_out", "pointwise", user_output.shape, user_output.dtype, [user_output],
+                     {"op": "cast"})
+            user_output = copy
+        self.store(user_output)
+        for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
+            if node.name in self.stored:
+                kind = node.kind if node.kind in ("scan", "gemm", "conv", "attention") else "loop"
+                self.kernels.append(Kernel(kind, node, node.name, self.layouts.get(node.name, {})))
+        for node, kind, target in self.graph.outputs:
+            if kind == "buffer_mutation":
+                copy = T(f"{node.name}_to_{target.replace('.', '_')}", "pointwise", node.shape, node.dtype, [node],
+                         {"op": "cast"})
+                self.kernels.append(Kernel("loop", copy, f"buffer:{target}"))
+        return user_output
+
+
+def schedule(graph):
+    scheduler = Scheduler(graph)
+    output = scheduler.run()
+    buffers = {}
+    for node in graph.nodes:
+        if node.kind in ("input", "param", "buffer"):
+            buffers[node.name] = f"a_{node.name}"
+        elif node.kind == "constant":
+            buffers[node.name] = f"c_{node.name}"
+    for kernel in scheduler.kernels:
+        if not kernel.target.startswith("buffer:"):
+            buffers[kernel.node.name] = f"b_{kernel.node.name}"
+    families = {}
+    for kernel in scheduler.kernels:
+        families[kernel.kind] = families.get(kernel.kind, 0) + 1
+    parts = ", ".join(f"{n} {kind}" for kind, n in families.items())
+    describe = f"a DAG of {len(scheduler.kernels)} kernel(s): {parts}"
+    return DagPlan(graph, scheduler.kernels, buffers, output, describe=describe, scalars=dict(graph.scalars))
