@@ -32,11 +32,13 @@ def records(run_dir):
 
 def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path, env):
     run_dir = tmp_path / "run"
-    first = train(run_dir, env, "--set", "ppo.steps=1")
+    first = train(run_dir, env, "--set", "ppo.steps=1", "--set", "eval_after=[rft,value,ppo]")
     assert first.returncode == 0, first.stderr[-3000:]
     stages = [r["stage"] for r in records(run_dir)]
-    assert stages == ["single_turn", "rft", "eval", "value", "value", "ppo", "eval"] or \
-        stages == ["single_turn", "rft", "eval", "value", "ppo", "eval"], stages
+    assert stages == ["single_turn", "rft", "eval", "value", "value", "eval", "ppo", "eval"] or \
+        stages == ["single_turn", "rft", "eval", "value", "eval", "ppo", "eval"], stages
+    assert [(r["after"], r["ppo_steps"]) for r in records(run_dir) if r["stage"] == "eval"] == \
+        [("rft", 0), ("value", 0), ("ppo", 1)]
     for stage, kinds in {"single_turn": ("actor", "critic"), "rft": ("actor",), "value": ("critic",),
                          "ppo": ("actor", "critic")}.items():
         for kind in kinds:
@@ -55,14 +57,20 @@ def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path
     assert episode["policy"] == "transformers" and episode["turns"][0]["response_logprobs"]
     assert "correct_rate" in next(r for r in records(run_dir) if r["stage"] == "eval")
 
-    second = train(run_dir, env, "--set", "ppo.steps=2", "--set", "eval_episodes=0")
+    second = train(run_dir, env, "--set", "ppo.steps=3", "--set", "ppo.eval_every=2")
     assert second.returncode == 0, second.stderr[-3000:]
     log = (run_dir / "train.log").read_text()
     assert "single_turn: already done" in log and "rft: already done" in log and "value: already done" in log
     assert "ppo: resuming after step 0" in log
     ppo_steps = [r["step"] for r in records(run_dir) if r["stage"] == "ppo"]
-    assert ppo_steps == [0, 1]
-    assert (run_dir / "checkpoints" / "ppo" / "step-1" / "actor").is_dir()
+    assert ppo_steps == [0, 1, 2]
+    assert (run_dir / "checkpoints" / "ppo" / "step-2" / "actor").is_dir()
+    # the learning curve: held-out evaluations every two PPO steps and after the stage, beside the stability panel
+    curve = [(r["after"], r["ppo_steps"]) for r in records(run_dir) if r["stage"] == "eval"]
+    assert curve[-2:] == [("ppo", 2), ("ppo", 3)], curve
+    assert (run_dir / "plots" / "eval-learning.png").is_file()
+    last = [r for r in records(run_dir) if r["stage"] == "ppo"][-1]
+    assert {"ratio_min", "ratio_max", "clip_frac", "approx_kl", "entropy", "explained_variance"} <= set(last)
 
 
 def test_a_bad_config_is_an_error_that_names_the_key(tmp_path, env):

@@ -58,10 +58,13 @@ def train(config, stages, quiet=False):
             continue
         _say(quiet, f"{stage}: starting")
         model = modules[stage].train(run)
-        if stage in ("rft", "ppo") and config.eval_episodes and run.accelerator.is_main_process:
-            record = run.evaluate(stage, model)
+        if stage in config.eval_after and config.eval_episodes and run.accelerator.is_main_process:
+            # value pre-training trains the critic: the actor evaluated after it is the one it left unchanged
+            actor = run.actor(stage).to(run.accelerator.device) if stage == "value" else model
+            record = run.evaluate(stage, actor)
             _say(quiet, f"{stage}: held-out correct rate {record['correct_rate']:.3f}, "
-                        f"mean reward {record.get('reward_mean', float('nan')):.3f} over {record['episodes']} episodes")
+                        f"mean reward {record.get('reward_mean', float('nan')):.3f}, well-formed turns "
+                        f"{record.get('tool_call_rate', float('nan')):.2f} over {record['episodes']} episodes")
     if run.accelerator.is_main_process:
         written = plots.plot(run.dir)
         _say(quiet, f"done: {run.dir} (metrics.jsonl, tensorboard/, checkpoints/" +

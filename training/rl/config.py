@@ -121,6 +121,7 @@ class PPOConfig:
     gamma: float = 1.0
     lam: float = 0.95
     clip: float = 0.2
+    clip_high: float | None = None  # the ratio's upper clip, 1 + clip_high (the CUDA Agent recipe: 0.28); None: clip
     value_clip: float = 0.2
     kl_coef: float = 0.0  # KL to the reference (the actor as the stage began), in the loss; 0 loads no reference
     entropy_coef: float = 0.0
@@ -131,6 +132,7 @@ class PPOConfig:
     epochs: int = 1  # passes over each batch
     minibatch_size: int = 4
     whiten_advantages: bool = True
+    eval_every: int = 0  # held-out evaluation every this many steps (0: after the stage only)
     guards: GuardsConfig = field(default_factory=GuardsConfig)
 
 
@@ -140,7 +142,8 @@ class RunConfig:
     seed: int = 0
     stages: list = field(default_factory=lambda: ["single_turn", "rft", "value", "ppo"])
     checkpoint_every: int = 1  # steps (epochs, for RFT and value pre-training)
-    eval_episodes: int = 0  # held-out episodes after RFT and after PPO (0: no evaluation)
+    eval_episodes: int = 0  # held-out episodes after the stages of eval_after (0: no evaluation)
+    eval_after: list = field(default_factory=lambda: ["rft", "ppo"])  # and every ppo.eval_every PPO steps
     model: ModelConfig = field(default_factory=ModelConfig)
     critic: ModelConfig | None = None  # default: a copy of the actor's base (a separate model)
     tasks: TasksConfig = field(default_factory=TasksConfig)
@@ -172,6 +175,7 @@ class RunConfig:
             (self.rft.source in ("heuristic", "policy"), "rft.source must be heuristic or policy"),
             (self.ppo.guards.action in ("stop", "warn"), "ppo.guards.action must be stop or warn"),
             (set(self.stages) <= set(STAGES), f"stages must be among {', '.join(STAGES)}"),
+            (set(self.eval_after) <= set(STAGES), f"eval_after must be among {', '.join(STAGES)}"),
             (0 <= self.tasks.held_out < 1, "tasks.held_out must be in [0, 1)"),
             (0 < self.ppo.gamma <= 1 and 0 <= self.ppo.lam <= 1, "ppo.gamma must be in (0, 1], ppo.lam in [0, 1]"),
             (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),

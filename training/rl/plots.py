@@ -8,7 +8,8 @@ from training.rl.metrics import read
 
 PANELS = {
     "stability": [("ratio_max", "ratio max"), ("ratio_mean", "ratio mean"), ("ratio_min", "ratio min"),
-                  ("entropy", "entropy"), ("clip_frac", "clip fraction"), ("approx_kl", "approx. KL")],
+                  ("entropy", "entropy"), ("clip_frac", "clip fraction"), ("approx_kl", "approx. KL"),
+                  ("kl_ref", "KL to the reference"), ("explained_variance", "explained variance")],
     "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"),
                 ("tool_call_rate", "well-formed turns"), ("value_loss", "value loss"),
                 ("explained_variance", "explained variance")],
@@ -17,6 +18,9 @@ PANELS = {
 }
 # Panels drawn for some stages only (PPO's and the critic's own losses are in the other panels).
 PANEL_STAGES = {"training": ("rft", "single_turn")}
+# The held-out learning curve: one point per evaluation, after RFT, value pre-training and every few PPO steps.
+LEARNING = [("correct_rate", "held-out correct rate"), ("reward_mean", "held-out mean reward"),
+            ("tool_call_rate", "well-formed turns")]
 
 
 def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
@@ -50,7 +54,31 @@ def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
             fig.savefig(path, dpi=100)
             plt.close(fig)
             written.append(path)
-    return written
+    curve = learning_curve(run_dir, plt)
+    return written + ([curve] if curve else [])
+
+
+def learning_curve(run_dir, plt):
+    """RUN/plots/eval-learning.png: the held-out figures of each evaluation, labelled by the stage it followed."""
+    records = read(run_dir, "eval")
+    present = [(key, label) for key, label in LEARNING if any(r.get(key) is not None for r in records)]
+    if not present:
+        return None
+    names = [r.get("after", "") + (f" {r['ppo_steps']}" if r.get("after") == "ppo" and "ppo_steps" in r else "")
+             for r in records]
+    fig, axes = plt.subplots(1, len(present), figsize=(3.6 * len(present), 3.0), squeeze=False)
+    for ax, (key, label) in zip(axes[0], present):
+        ax.plot(range(len(records)), [r.get(key) for r in records], marker="o", markersize=3)
+        ax.set_xticks(range(len(records)), names, rotation=45, fontsize=7)
+        ax.set_title(label, fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"{Path(run_dir).name}: held-out learning curve", fontsize=10)
+    fig.tight_layout()
+    path = Path(run_dir) / "plots" / "eval-learning.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 if __name__ == "__main__":

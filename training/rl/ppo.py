@@ -20,11 +20,13 @@ from training.rl.metrics import Guards, Metrics, TrainingCollapsed, episode_summ
 
 
 # -- the losses ---------------------------------------------------------------------------------------------------
-def policy_loss(logprobs, old_logprobs, advantages, mask, clip):
-    """PPO's clipped surrogate, averaged over policy tokens, and its statistics (ratios, clip fraction)."""
+def policy_loss(logprobs, old_logprobs, advantages, mask, clip, clip_high=None):
+    """PPO's clipped surrogate, averaged over policy tokens, and its statistics (ratios, clip fraction). The ratio
+    is clipped to [1 - CLIP, 1 + CLIP_HIGH]: a higher upper bound (DAPO's clip-higher, the CUDA Agent recipe's 0.28)
+    lets unlikely tokens of good answers gain probability faster, against entropy collapse."""
     ratio = torch.exp(logprobs - old_logprobs)
     unclipped = -advantages * ratio
-    clipped = -advantages * torch.clamp(ratio, 1 - clip, 1 + clip)
+    clipped = -advantages * torch.clamp(ratio, 1 - clip, 1 + (clip if clip_high is None else clip_high))
     loss = masked_mean(torch.maximum(unclipped, clipped), mask)
     on = mask > 0
     stats = {"clip_frac": masked_mean((clipped > unclipped).float(), mask).item(),
@@ -127,7 +129,8 @@ def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, refere
             mb, mb_mask = batch.select(index), mask[index]
             # the actor: clipped surrogate, entropy bonus, KL to the reference; environment tokens masked out
             logprobs, entropy = token_logprobs(actor, mb, temperature)
-            pg_loss, row = policy_loss(logprobs, old_logprobs[index], advantages[index], mb_mask, cfg.clip)
+            pg_loss, row = policy_loss(logprobs, old_logprobs[index], advantages[index], mb_mask, cfg.clip,
+                                       cfg.clip_high)
             entropy_mean = masked_mean(entropy, mb_mask)
             loss = pg_loss - cfg.entropy_coef * entropy_mean
             if ref_logprobs is not None:
@@ -187,6 +190,9 @@ def train(run):
             metrics.log(step, stats)
         if alarms or (step + 1) % run.config.checkpoint_every == 0 or step + 1 == cfg.steps:
             run.save("ppo", step, {"actor": actor, "critic": critic}, optimizers, guards.state())
+        if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps and \
+                run.config.eval_episodes and acc.is_main_process:
+            run.evaluate("ppo", acc.unwrap_model(actor), ppo_steps=step + 1)  # the learning curve, held out
         for alarm in alarms:
             run.log.warning("ppo step %d: %s", step, alarm)
         if alarms and cfg.guards.action == "stop":

@@ -118,8 +118,9 @@ class Run:
                     disable=self.quiet or not self.accelerator.is_main_process)
 
     # -- evaluation -------------------------------------------------------------------------------------------------
-    def evaluate(self, after, actor):
-        """Correct rate and rewards of the actor on held-out tasks (logged as stage 'eval'); the record."""
+    def evaluate(self, after, actor, ppo_steps=None):
+        """Correct rate, rewards and well-formed-turn share of the actor on held-out tasks (logged as stage 'eval',
+        with the stage AFTER which it ran and how many PPO steps the actor has had); the record."""
         from training.rl.metrics import Metrics, episode_stats
         n = self.config.eval_episodes
         held = self.held_out or self.train_set
@@ -127,10 +128,14 @@ class Run:
         rollouts = self.rollouts()
         rollouts.sync(actor, self.accelerator)
         step = len([r for r in _records(self.dir) if r["stage"] == "eval"])
-        trajectories = rollouts.collect(chosen, "actor", self.dir / "episodes" / "eval" / f"{step}-{after}")
+        label = after if ppo_steps is None else f"{after}-{ppo_steps}"
+        trajectories = rollouts.collect(chosen, "actor", self.dir / "episodes" / "eval" / f"{step}-{label}")
         rollouts.stop_server()
         metrics = Metrics(self.dir, "eval")
-        record = metrics.log(step, {"after": after, **episode_stats(trajectories)})
+        if ppo_steps is None:
+            ppo_steps = self.config.ppo.steps if after == "ppo" else 0
+        record = metrics.log(step, {"after": after, "ppo_steps": ppo_steps, **episode_stats(trajectories),
+                                    "rollout_failures": rollouts.failures})
         metrics.close()
         return record
 
