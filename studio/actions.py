@@ -104,7 +104,8 @@ def finish_run(run_id, trajectory, error=""):
 
 
 VERDICT_KEYS = ("status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
-                "speedup_vs_eager", "speedup_vs_compiled", "max_abs_error", "violations", "trials", "compile_s")
+                "speedup_vs_eager", "speedup_vs_compiled", "speedup_vs_eager_tf32", "speedup_vs_compiled_tf32",
+                "max_abs_error", "max_abs_error_fp64", "violations", "trials", "compile_s")
 
 
 def evaluation_message(evaluation, log_chars=8000):

@@ -45,7 +45,8 @@ def compact_turn(turn, limit=20000):
         arguments = {k: cut(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
         verdict = call.verdict and {k: call.verdict.get(k) for k in (
             "status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
-            "speedup_vs_eager", "speedup_vs_compiled", "max_abs_error", "violations", "trials")}
+            "speedup_vs_eager", "speedup_vs_compiled", "speedup_vs_eager_tf32", "speedup_vs_compiled_tf32",
+            "max_abs_error", "max_abs_error_fp64", "violations", "trials")}
         calls.append({"name": call.name, "arguments": arguments, "error": call.error,
                       "observation": cut(call.observation), "verdict": verdict, "seconds": call.seconds})
     return {"index": turn.index, "thought": cut(turn.thought), "tool_calls": calls, "policy_s": turn.policy_s,

@@ -32,6 +32,12 @@
     if (v.runtime_ms) parts.push(KS.fmtMs(v.runtime_ms));
     if (v.speedup_vs_eager) parts.push(Number(v.speedup_vs_eager).toFixed(2) + "x eager");
     if (v.speedup_vs_compiled) parts.push(Number(v.speedup_vs_compiled).toFixed(2) + "x compiled");
+    // Beside PyTorch's defaults (the reward's basis), the precision-matched figures where the sandbox measured them.
+    if (v.speedup_vs_eager_tf32) {
+      let matched = Number(v.speedup_vs_eager_tf32).toFixed(2) + "x eager";
+      if (v.speedup_vs_compiled_tf32) matched += ", " + Number(v.speedup_vs_compiled_tf32).toFixed(2) + "x compiled";
+      parts.push("TF32-matched: " + matched);
+    }
     return parts.join(" · ");
   };
 
