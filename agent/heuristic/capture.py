@@ -16,12 +16,12 @@ KEPT = (aten.scaled_dot_product_attention.default,)
 EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_norm.default,
          aten.native_group_norm.default, aten._native_batch_norm_legit_functional.default,
          aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default,
-         aten.native_batch_norm.default, aten.var_mean.correction, aten.logsumexp.default,
+         aten.native_batch_norm.default, aten.logsumexp.default,
          aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.hardswish.default,
          aten.hardsigmoid.default, aten.gelu.default, aten.mish.default, aten.silu.default,
          aten.softplus.default, aten.elu.default, aten.leaky_relu.default, aten.hardtanh.default,
-         aten.linalg_vector_norm.default, aten.frobenius_norm.dim, aten.addcmul.default, aten.addcdiv.default,
-         aten.lerp.Scalar, aten.lerp.Tensor, aten.std.correction, aten.var.correction, aten.norm.ScalarOpt_dim,
+         aten.frobenius_norm.dim, aten.addcmul.default, aten.addcdiv.default,
+         aten.lerp.Scalar, aten.lerp.Tensor, aten.norm.ScalarOpt_dim,
          aten.huber_loss.default, aten.smooth_l1_loss.default, aten.mse_loss.default, aten.l1_loss.default,
          aten.binary_cross_entropy.default, aten.nll_loss_forward.default, aten.soft_margin_loss.default,
          aten.hinge_embedding_loss.default, aten.margin_ranking_loss.default, aten.cosine_similarity.default,
@@ -30,9 +30,9 @@ EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_nor
          aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.tensor_split.sections,
          aten.diag_embed.default, aten.log_sigmoid_forward.default, aten.threshold.default,
          aten.rrelu_with_noise.default, aten.celu.default, aten.selu.default, aten.prelu.default,
-         aten.std_mean.correction, aten.native_dropout.default, aten.masked_fill.Scalar, aten.masked_fill.Tensor,
+         aten.native_dropout.default, aten.masked_fill.Scalar, aten.masked_fill.Tensor,
          aten.roll.default, aten.flip.default, aten.tril.default, aten.triu.default, aten.repeat.default,
-         aten.squeeze.dims, aten.unsqueeze_copy.default, aten.expand_copy.default, aten.view_copy.default,
+         aten.unsqueeze_copy.default, aten.expand_copy.default, aten.view_copy.default,
          aten.permute_copy.default, aten.t_copy.default, aten.transpose_copy.int, aten.im2col.default,
          aten.embedding_bag.padding_idx, aten._embedding_bag.default, aten.baddbmm.default, aten.addbmm.default,
          aten.addmv.default, aten.mv.default, aten.dot.default, aten.outer.default, aten.einsum.default)
@@ -123,8 +123,10 @@ def capture(model, inputs):
     reasons = []
     for how, strict in (("torch.export", False), ("torch.export (dynamo, strict)", True)):
         try:
-            program = torch.export.export(model, tuple(inputs), strict=strict)
-            program = program.run_decompositions(_decompositions())
+            # Tensors that forward makes (torch.ones(t, t), a mask) land on meta like the model's own.
+            with torch.device("meta"):
+                program = torch.export.export(model, tuple(inputs), strict=strict)
+                program = program.run_decompositions(_decompositions())
             graph = _graph_json(program, inputs)
         except Unsupported as exc:
             return {"ok": False, "reason": str(exc)}

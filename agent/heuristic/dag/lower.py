@@ -415,12 +415,15 @@ class Lowering:
     def op_var(self, node, args, kw, overload):
         x = self.arg(args[0])
         dims = _dims(args[1] if len(args) > 1 else kw.get("dim"), len(x.shape))
-        correction = kw.get("correction", 1)
-        keepdim = kw.get("keepdim", False)
-        return self.variance(x, dims, correction, keepdim, node["shape"])
+        var, _ = self.variance(x, dims, kw.get("correction", 1))
+        return self.view(var, ("view", "default"), node["shape"])
 
-    def variance(self, x, dims, correction, keepdim, shape):
-        """var(x) = sum((x - mean)^2) / (n - correction), two passes: the mean first (as torch, stable)."""
+    def op_std(self, node, args, kw, overload):
+        return self.pointwise("sqrt", [self.op_var(node, args, kw, overload)], node["dtype"])
+
+    def variance(self, x, dims, correction):
+        """(var, mean) of x over DIMS, both keeping them: sum((x - mean)^2) / (n - correction), in two passes with the
+        mean first (as torch, stable)."""
         n = math.prod(x.shape[d] for d in dims)
         kept = [1 if d in dims else s for d, s in enumerate(x.shape)]
         dtype = x.dtype if x.dtype in FLOATS else "float32"
@@ -428,15 +431,14 @@ class Lowering:
         centered = self.pointwise("sub", [x, mean], dtype)
         square = self.pointwise("mul", [centered, centered], dtype)
         total = self.add("reduce", kept, dtype, [square], dims=dims, op="sum")
-        var = self.pointwise("div", [total, self.scalar(float(max(n - correction, 0)))], dtype)
-        return self.view(var, ("view", "default"), list(shape)) if not keepdim else var
+        correction = 1 if correction is None else correction
+        return self.pointwise("div", [total, self.scalar(float(max(n - correction, 0)))], dtype), mean
 
     def op_var_mean(self, node, args, kw, overload):
         x = self.arg(args[0])
         dims = _dims(args[1] if len(args) > 1 else kw.get("dim"), len(x.shape))
         (var_shape, _), (mean_shape, _) = node["outs"]
-        var = self.variance(x, dims, kw.get("correction", 1), True, var_shape)
-        mean = self.nodes[-5]  # the mean the variance computed first
+        var, mean = self.variance(x, dims, kw.get("correction", 1))
         return (self.view(var, ("view", "default"), var_shape), self.view(mean, ("view", "default"), mean_shape))
 
     def reduction(self, node, op, args, kw, overload):
