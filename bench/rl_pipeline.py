@@ -1,9 +1,15 @@
-"""The whole RL pipeline on one GPU in one command: a small model trained from scratch (tokenizer on the task
-corpus), heuristic-policy episodes as RFT data, value pre-training, then PPO steps with real sandbox rewards;
-prints the held-out correct rate after RFT and after PPO, the stability figures, and where the plots are.
+"""The recipe of issue 20 on one GPU in one resumable command: the data build (heuristic teacher episodes over the
+tasks, trajectories kept over the RFT threshold, split by task fingerprint: `python -m training data`), then a
+model built here (tokenizer on the trajectories and sources) through RFT, value pre-training and PPO
+(training/configs/gpu.yaml), held-out evaluations between; prints the learning curve, the stability figures and
+the rollout throughput when the run is complete.
 
-    python -m bench.rl_pipeline [--tasks PROBLEMS.jsonl] [--out DIR] [--set KEY=VALUE ...]
+    python -m bench.rl_pipeline --tasks SYNTHESIZED.jsonl --out DIR [--budget-s 300] [--set KEY=VALUE ...]
     python -m bench.rl_pipeline --throughput [--config CONFIG.yaml] [--episodes N] [--out RUN]   # CPU or GPU
+
+Each call starts nothing (no chunk of teacher episodes, no training step) after --budget-s seconds and keeps
+what it finished (episodes under DIR/data/episodes/, checkpoints under DIR/run/checkpoints/), so it fits a
+10-minute command: run it again until it prints the table. About an hour of H100 time in all for ~600 tasks.
 
 `--throughput` runs the same actor episodes twice side by side, generation one sequence at a time (the old
 rollouts, rollouts.max_batch=1) and batched (all the step's episodes at once), and prints episodes per minute of
@@ -15,11 +21,10 @@ generates 32 answers of up to 512 tokens one after another). On 2 shared CPU cor
 tokens, the 4.8M-parameter model of the earlier gpu.yaml: 1.32 episodes/min one at a time, 4.60 batched (3.5x;
 a CPU's batched decoding is compute-bound, a GPU's per-token cost barely grows with the rows).
 
-Tasks: KernelBench levels 1-2 (150 problems, from tests/gpu/data/ or ../shared/kernelbench/problems.jsonl) or
-a synthesized dataset (`python -m training synthesize --out FILE`), taken whole. The config is
-training/configs/gpu.yaml with the overrides below, sized to finish in about 8 minutes on one H100 (generation
-on the live actor is serialized; tool calls and sandbox evaluations overlap in 12 threads). Outputs: DIR
-(default $OUT, else a temporary folder) holds the run: metrics.jsonl, tensorboard/, plots/*.png, checkpoints/.
+Tasks: a synthesized dataset (`python -m training synthesize --out FILE`) or KernelBench levels 1-2 (from
+tests/gpu/data/ or ../shared/kernelbench/problems.jsonl) when none is given. Outputs under DIR: data/ (tasks.jsonl
+with the split, trajectories.jsonl, summary.json), run/ (metrics.jsonl, tensorboard/, plots/*.png including
+eval-learning.png, checkpoints/) and policy/ (the final actor, servable: the KernelBench command is printed).
 
 Needs torch with CUDA plus the `train` extra: accelerate, transformers, tokenizers, pyyaml (tensorboard and
 matplotlib are optional: without them metrics go to JSONL only; plot later with `python -m training.rl.plots
@@ -30,6 +35,7 @@ tokenizers, safetensors, regex and pyyaml are binary (manylinux, cp3XX of the ho
 wheels/`, then `pip install --no-index --find-links wheels/ transformers accelerate pyyaml`.
 """
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -38,16 +44,14 @@ from pathlib import Path
 
 from bench._gpu import PROBLEM_SOURCES, REPO, gpu_missing
 
-# Sized for one 10-minute command on one H100 (see the docstring); pass --set to change any of them.
-OVERRIDES = ["ppo.steps=4", "ppo.episodes_per_step=12", "eval_episodes=12", "episode.max_turns=3",
-             "episode.response_tokens=128", "rft.episodes=24", "value.episodes=6", "value.max_epochs=6"]
-
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.rl_pipeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", help="a JSONL of problems (default: KernelBench levels 1-2)")
-    parser.add_argument("--out", help="the run folder (default: $OUT/rl_pipeline or a temporary folder)")
+    parser.add_argument("--tasks", help="a synthesized dataset or JSONL of problems (default: KernelBench levels 1-2)")
+    parser.add_argument("--out", help="the pipeline's folder (default: $OUT/rl_pipeline or a temporary folder)")
+    parser.add_argument("--budget-s", type=float, default=300.0,
+                        help="start no teacher episodes or training step after this many seconds")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
     parser.add_argument("--throughput", action="store_true",
                         help="episodes per minute, one sequence at a time against batched generation")
@@ -62,36 +66,56 @@ def main(argv=None):
         return 0
     from training.rl import config as run_config
     from training.rl.cli import train
+    from training.rl.data import build
     from training.rl.metrics import read
+    from training.rl.runtime import OutOfTime
+    from training.rl.tasks import read_rows
     tasks = args.tasks or next((str(p) for p in PROBLEM_SOURCES if p.is_file()), None)
     if tasks is None:
         raise SystemExit("no tasks: pass --tasks or copy ../shared/kernelbench/problems.jsonl to tests/gpu/data/")
     out = Path(args.out or (Path(os.environ["OUT"]) / "rl_pipeline" if os.environ.get("OUT")
-                            else tempfile.mkdtemp(prefix="rl-pipeline-")))
-    # a dataset of your own is taken whole (gpu.yaml keeps KernelBench levels 1-2, 150 problems)
-    whole = ["tasks.levels=[]", "tasks.limit=0"] if args.tasks else []
-    config = run_config.override(run_config.load(REPO / "training" / "configs" / "gpu.yaml"),
-                                 OVERRIDES + whole + [f"tasks.source={tasks}", f"run_dir={out}"] + args.set)
+                            else tempfile.mkdtemp(prefix="rl-pipeline-"))).resolve()
+    data, run_dir = out / "data", out / "run"
+    config = run_config.override(run_config.load(REPO / "training" / "configs" / "gpu.yaml"), [
+        "tasks.levels=[]", "tasks.limit=0", f"tasks.source={data / 'tasks.jsonl'}",
+        f"rft.data={data / 'trajectories.jsonl'}", f"run_dir={run_dir}"] + args.set)
     os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
     t0 = time.monotonic()
-    train(config, config.stages)
+    summary = json.loads((data / "summary.json").read_text()) if (data / "summary.json").is_file() else {}
+    if not summary.get("complete"):
+        rows = read_rows(tasks)
+        if not args.tasks:  # KernelBench: levels 1 and 2 only
+            rows = [r for r in rows if r.get("level") in (1, 2)]
+        summary = build(config, rows, data, held_out=0.15, stop_after=args.budget_s)
+        print(json.dumps(summary))
+        if not summary["complete"]:
+            print(f"data: {summary['episodes_left']} teacher episodes left; run the same command again")
+            return 0
+    try:
+        train(config, config.stages, stop_after=max(1.0, args.budget_s - (time.monotonic() - t0)))
+    except OutOfTime as exc:
+        print(f"unfinished: {exc}")
+        return 0
     wall = time.monotonic() - t0
-    records = read(out)
-    evals = {r["after"]: r for r in records if r["stage"] == "eval"}
+    records = read(run_dir)
+    evals = [r for r in records if r["stage"] == "eval"]
     ppo = [r for r in records if r["stage"] == "ppo"]
     value = [r for r in records if r["stage"] == "value"]
     rft = [r for r in records if r["stage"] == "rft"]
+    policy = _export(run_dir, out / "policy")
     print("\n| what | figure |\n| --- | --- |")
-    print(f"| tasks (train / held-out) | {_split(out)} |")
+    print(f"| data: rows, distinct tasks, teacher solved / episodes, kept trajectories | {summary['rows']}, "
+          f"{summary['tasks']}, {summary['tasks'] - summary['splits'].get('unreached', 0)} / {summary['episodes']}, "
+          f"{summary['kept_trajectories']} |")
+    print(f"| tasks (train / held-out) | {_split(run_dir)} |")
     if rft:
-        print(f"| RFT: heuristic episodes kept / collected, final loss | {rft[-1]['kept']} / "
-              f"{rft[-1]['collected']}, {rft[-1]['loss']:.3f} |")
-    for after in ("rft", "ppo"):
-        if after in evals:
-            e = evals[after]
-            print(f"| held-out correct rate after {after.upper()} | {e['correct_rate']:.3f} "
-                  f"(mean reward {e.get('reward_mean', float('nan')):.2f}, {e['episodes']} episodes; well-formed "
-                  f"turns {e.get('tool_call_rate', float('nan')):.2f}) |")
+        print(f"| RFT: trajectories, packed rows, loss first / last epoch | {rft[-1]['kept']}, {rft[-1].get('rows')}, "
+              f"{rft[0]['loss']:.3f} / {rft[-1]['loss']:.3f} |")
+    for e in evals:
+        label = e["after"].upper() + (f" step {e['ppo_steps']}" if e["after"] == "ppo" else "")
+        print(f"| held-out after {label}: correct rate, mean reward, well-formed turns | {e['correct_rate']:.3f}, "
+              f"{e.get('reward_mean', float('nan')):.2f}, {e.get('tool_call_rate', float('nan')):.2f} "
+              f"({e['episodes']} episodes) |")
     if value:
         evs = ", ".join(f"{r['explained_variance']:.3f}" for r in value if r.get("explained_variance") is not None)
         print(f"| value pre-training: explained variance per epoch | {evs} |")
@@ -105,10 +129,29 @@ def main(argv=None):
         print(f"| PPO: entropy first / last step | {ppo[0]['entropy']:.3f} / {ppo[-1]['entropy']:.3f} |")
         print(f"| PPO: rollout / update seconds per step (mean) | {sum(r['rollout_s'] for r in ppo) / len(ppo):.1f}"
               f" / {sum(r['update_s'] for r in ppo) / len(ppo):.1f} |")
-    print(f"| wall time | {wall:.0f} s |")
-    print(f"\nplots: {', '.join(str(p) for p in sorted((out / 'plots').glob('*.png')))}")
+        print(f"| PPO: clip fraction max, KL to the reference last, explained variance last | "
+              f"{max(r.get('clip_frac', 0) for r in ppo):.4f}, {ppo[-1].get('kl_ref', float('nan')):.4f}, "
+              f"{ppo[-1].get('explained_variance', float('nan')):.3f} |")
+        episodes = sum(r.get("episodes", 0) for r in ppo)
+        print(f"| PPO: rollout episodes per minute | {episodes / max(sum(r['rollout_s'] for r in ppo), 1e-9) * 60:.1f} |")
+    print(f"| wall time of this call | {wall:.0f} s |")
+    print(f"\nplots: {', '.join(str(p) for p in sorted((run_dir / 'plots').glob('*.png')))}")
+    if policy:
+        print(f"KernelBench level 1 with the trained actor: python -m training evaluate --problems "
+              f"../shared/kernelbench/problems.jsonl --levels 1 --policy transformers --model {policy} --device cuda "
+              f"--out {out / 'kernelbench-l1'}")
     print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")
     return 0
+
+
+def _export(run_dir, out):
+    """The final actor as a servable folder (the last PPO checkpoint, else RFT's), or None."""
+    from training.rl import checkpoints
+    for stage in ("ppo", "rft"):
+        folder = checkpoints.latest(run_dir, stage)
+        if folder is not None:
+            return checkpoints.export(run_dir, folder, out)
+    return None
 
 
 def throughput(args):
@@ -158,7 +201,6 @@ def throughput(args):
 
 
 def _split(out):
-    import json
     split = json.loads((out / "tasks" / "split.json").read_text())
     return f"{len(split['train'])} / {len(split['held_out'])}"
 

@@ -113,3 +113,15 @@ def test_rollouts_run_as_jobs_on_an_rq_queue_with_the_pushed_actor(tmp_path, env
         turn.response_token_ids)
     sample, = tokens.samples(trajectory, rollouts.tokenizer)
     assert sum(sample.mask) == len(turn.response_token_ids) and sample.rewards[-1] == -1
+
+
+@pytest.mark.slow
+def test_a_run_out_of_time_keeps_its_checkpoint_and_the_same_command_finishes_it(tmp_path, env):
+    run_dir = tmp_path / "run"
+    command = ["--set", "stages=[rft]", "--set", "rft.epochs=2", "--set", "eval_after=[rft]"]
+    first = train(run_dir, env, *command, "--stop-after", "0")
+    assert first.returncode == 4 and "run the same command again" in first.stderr, first.stderr[-2000:]
+    assert [r["step"] for r in records(run_dir) if r["stage"] == "rft"] == [0]
+    second = train(run_dir, env, *command)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert [(r["stage"], r["step"]) for r in records(run_dir)] == [("rft", 0), ("rft", 1), ("eval", 0)]

@@ -14,6 +14,7 @@ from training.rl import config as run_config
 from training.rl.config import STAGES, ConfigError
 
 EXIT_COLLAPSE = 3
+EXIT_UNFINISHED = 4  # --stop-after: the budget ran out, checkpoints kept; the same command goes on
 
 
 def add_arguments(parser):
@@ -23,6 +24,8 @@ def add_arguments(parser):
                         help="override a config value, e.g. --set ppo.steps=10 (repeatable)")
     parser.add_argument("--run-dir", help="the run folder (default: the config's run_dir)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--stop-after", type=float, metavar="S",
+                        help="checkpoint and exit (code 4) after the first step that ends past S seconds")
 
 
 def run(args):
@@ -31,36 +34,44 @@ def run(args):
     from training.rl.reload import ReloadError
     from training.rl.rft import RFTError
     from training.rl.rollouts import RolloutError
+    from training.rl.runtime import OutOfTime
     from training.rl.tasks import TaskError
     from training.rl.tokens import TokenizationError
     try:
         config = run_config.override(run_config.load(args.config), args.set)
         if args.run_dir:
             config.run_dir = args.run_dir
-        return train(config, [args.stage] if args.stage else config.stages, args.quiet)
+        return train(config, [args.stage] if args.stage else config.stages, args.quiet, args.stop_after)
     except TrainingCollapsed as exc:
         print(f"stopped: {exc}", file=sys.stderr)
         return EXIT_COLLAPSE
+    except OutOfTime as exc:
+        print(f"unfinished: {exc}", file=sys.stderr)
+        return EXIT_UNFINISHED
     except (ConfigError, TaskError, ModelError, RolloutError, RFTError, TokenizationError, ReloadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-def train(config, stages, quiet=False):
+def train(config, stages, quiet=False, stop_after=None):
     from training.rl import plots, ppo, rft, single_turn, value
     from training.rl.runtime import Run
-    run = Run(config, quiet=quiet)
+    run = Run(config, quiet=quiet, stop_after=stop_after)
     _log_to(run.dir / "train.log")
     modules = {"single_turn": single_turn, "rft": rft, "value": value, "ppo": ppo}
     for stage in [s for s in STAGES if s in stages]:
+        evaluate = stage in config.eval_after and config.eval_episodes and run.accelerator.is_main_process
         if run.stage_done(stage):
             _say(quiet, f"{stage}: already done (checkpoints/{stage}); skipped")
-            continue
-        _say(quiet, f"{stage}: starting")
-        model = modules[stage].train(run)
-        if stage in config.eval_after and config.eval_episodes and run.accelerator.is_main_process:
+            if not (evaluate and not run.evaluated(stage)):
+                continue
+            model = None  # stopped before its evaluation: evaluate the stage's actor now
+        else:
+            _say(quiet, f"{stage}: starting")
+            model = modules[stage].train(run)
+        if evaluate:
             # value pre-training trains the critic: the actor evaluated after it is the one it left unchanged
-            actor = run.actor(stage).to(run.accelerator.device) if stage == "value" else model
+            actor = run.actor(stage).to(run.accelerator.device) if stage == "value" or model is None else model
             record = run.evaluate(stage, actor)
             _say(quiet, f"{stage}: held-out correct rate {record['correct_rate']:.3f}, "
                         f"mean reward {record.get('reward_mean', float('nan')):.3f}, well-formed turns "

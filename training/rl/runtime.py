@@ -2,24 +2,33 @@
 shared by the stages (each stage module keeps only its algorithm)."""
 import logging
 import random
+import time
 from pathlib import Path
 
 import torch
 
-from training.rl import checkpoints, config as run_config, models, tasks as run_tasks, tokens
+from training.rl import checkpoints, models, tokens
+from training.rl import config as run_config
+from training.rl import tasks as run_tasks
 from training.rl.config import STAGES
+from training.rl.distributed import mean
 
 TOTALS = {"single_turn": lambda c: c.single_turn.steps, "rft": lambda c: c.rft.epochs,
           "value": lambda c: c.value.max_epochs, "ppo": lambda c: c.ppo.steps}
 
 
+class OutOfTime(RuntimeError):
+    """The run's time budget (--stop-after) ran out; the last step's checkpoint is kept: run again to go on."""
+
+
 class Run:
-    def __init__(self, config, quiet=False):
+    def __init__(self, config, quiet=False, stop_after=None):
         from accelerate import Accelerator
         from accelerate.utils import set_seed
         from transformers.utils import logging as hf_logging
         hf_logging.disable_progress_bar()  # the stages' own bars say what is going on
         self.config, self.quiet = config, quiet
+        self.deadline = time.monotonic() + stop_after if stop_after is not None else None
         self.dir = Path(config.run_dir).resolve()
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available(),
                                        mixed_precision=config.model.mixed_precision)
@@ -77,8 +86,18 @@ class Run:
         return state["step"] + 1, state
 
     def save(self, stage, step, models_, optimizers, extra=None):
-        return checkpoints.save(self.dir, stage, step, self.accelerator, models_, optimizers,
-                                {"total": TOTALS[stage](self.config), **(extra or {})})
+        """Checkpoint STAGE after STEP; then OutOfTime when the time budget is spent (every rank alike)."""
+        folder = checkpoints.save(self.dir, stage, step, self.accelerator, models_, optimizers,
+                                  {"total": TOTALS[stage](self.config), **(extra or {})})
+        if self.deadline is not None and mean(self.accelerator, time.monotonic() > self.deadline) > 0:
+            raise OutOfTime(f"{stage}: stopped after step {step} for the time budget (checkpoint kept): run the "
+                            f"same command again to go on")
+        return folder
+
+    def evaluated(self, after):
+        """Whether an evaluation after the stage AFTER is recorded (one cut short by a stop is run on resume)."""
+        return any(r.get("after") == after and r.get("ppo_steps", 0) in (0, self.config.ppo.steps)
+                   for r in _records(self.dir) if r["stage"] == "eval")
 
     def stage_done(self, stage):
         folder = checkpoints.latest(self.dir, stage)
