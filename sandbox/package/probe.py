@@ -112,6 +112,7 @@ class Probe:
             if not variant["ok"]:
                 records.notes.append(f"this solution is specialized to the problem's shapes: at {variant['label']} "
                                      f"(Model accepts it) it gave {variant['why']}")
+        self.worker.restart_clock(settings.TIMEOUT_S)
         self.worker.send("grow")
         growing = None
         try:
@@ -137,6 +138,7 @@ class Probe:
         from sandbox.harness import StageFailed
         if self.worker is None:
             self._start()
+        self.worker.restart_clock(settings.TIMEOUT_S)
         self.worker.send("check", sources=sources)
         try:
             return self.worker.recv("checked", stage="opcheck the fakes")["failures"]

@@ -98,6 +98,10 @@ def readme(plan, sdist_name):
         measured=_measured(plan), notes="\n".join(f"- {n}" for n in notes))
 
 
+def _literal_list(items):
+    return "[" + "".join(f"\n    {item!r}," for item in items) + ("\n]" if items else "]")
+
+
 def render(plan, dest):
     """Write the package tree of PLAN into DEST (created); returns DEST."""
     dest = Path(dest)
@@ -121,8 +125,8 @@ def render(plan, dest):
         "tests/reference.py": plan.problem_source,
         f"tests/test_{plan.module}.py": templates.TESTS.substitute(
             module=plan.module, device=plan.device, no_variant=repr(plan.no_variant),
-            variants=pprint.pformat([{k: v[k] for k in ("label", "scale", "inputs")} for v in plan.variants if v["ok"]],
-                                    width=100, sort_dicts=False)),
+            variants=_literal_list([{k: v[k] for k in ("label", "scale", "inputs")} for v in plan.variants
+                                    if v["ok"]])),
     }
     for extension in plan.extensions:
         files.update(extension.files)
