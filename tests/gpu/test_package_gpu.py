@@ -179,8 +179,9 @@ def _check(result, tmp_path, op):
     assert result.wheel, result.notes
     check = check_package(result.sdist, tmp_path / "check", install=result.wheel)
     assert check.ok, check.log
+    assert "not inferred" not in " ".join(result.notes), result.notes  # the fake came from what the kernel did
     for test in ("test_model_new_matches_the_reference[0]", "test_operators_pass_opcheck",
-                 "test_model_new_compiles_without_graph_breaks"):
+                 "test_model_new_compiles_without_graph_breaks", "test_model_new_compiles_with_dynamic_shapes"):
         assert f"{test} PASSED" in check.log, check.log
     run = subprocess.run([check.python, "-c", STREAM_AND_COMPILE.format(module=result.module, op=op)],
                          capture_output=True, text=True, cwd=tmp_path)
@@ -189,13 +190,14 @@ def _check(result, tmp_path, op):
 
 def test_a_cuda_workspace_packages_into_a_wheel_that_installs_and_passes_its_tests(problem, tmp_path):
     _write(tmp_path / "workspace", WORKSPACE)
-    result = package_solution(problem, tmp_path / "workspace", tmp_path / "dist", name="ks-gpu-relu")
+    result = package_solution(problem, tmp_path / "workspace", tmp_path / "dist", name="ks-gpu-relu", check=False)
     assert result.wheel.endswith("-cp39-abi3-linux_x86_64.whl")
     _check(result, tmp_path, "relu")
 
 
 def test_a_cuda_load_inline_solution_packages_too(problem, tmp_path):
     (tmp_path / "solution.py").write_text(INLINE)
-    result = package_solution(problem, tmp_path / "solution.py", tmp_path / "dist", name="ks-gpu-relu-inline")
+    result = package_solution(problem, tmp_path / "solution.py", tmp_path / "dist", name="ks-gpu-relu-inline",
+                              check=False)
     assert result.operators == ["ks_gpu_relu_inline::relu_cuda"]
     _check(result, tmp_path, "relu_cuda")
