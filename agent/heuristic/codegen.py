@@ -22,6 +22,17 @@ CUDA_PRELUDE = """#include <cuda_runtime.h>
 #ifndef BLOCK
 #define BLOCK {block}
 #endif
+// A grid-stride loop's grid: 32 blocks per multiprocessor of the device it runs on (asked once, not assumed).
+static inline int ks_grid_limit() {{
+    static int limit = 0;
+    if (!limit) {{
+        int device = 0, sms = 0;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        limit = (sms > 0 ? sms : 1) * 32;
+    }}
+    return limit;
+}}
 """
 
 WARP_REDUCE = """
@@ -96,7 +107,7 @@ __global__ void fused_kernel_vec4({ptrs}float* __restrict__ out, int64_t n4) {{
                           + ["((uintptr_t)out % 16 == 0)"])
     vec_call = (f"""    if ({aligned}) {{
         int64_t n4 = n / 4;
-        int blocks = (int)((n4 + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+        int blocks = (int)((n4 + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
         fused_kernel_vec4<<<blocks, BLOCK, 0, stream>>>({args}out, n4);
         return;
     }}
@@ -104,7 +115,7 @@ __global__ void fused_kernel_vec4({ptrs}float* __restrict__ out, int64_t n4) {{
     src += f"""
 void launch_fused({ptrs}float* out, int64_t n, cudaStream_t stream) {{
     if (n == 0) return;
-{vec_call}    int blocks = (int)((n + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+{vec_call}    int blocks = (int)((n + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
     fused_kernel<<<blocks, BLOCK, 0, stream>>>({args}out, n);
 }}
 """
@@ -267,7 +278,7 @@ __global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ ou
 }}
 void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stream) {{
     int64_t total = outer * {plan.inner}LL;
-    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    int blocks = (int)((total + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
     row_kernel<<<blocks, BLOCK, 0, stream>>>({x}, out, outer);
 }}
 """
@@ -376,7 +387,7 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
 """
     if not trivial:
         total = plan.batch * m * n
-        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
     epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
 """
     return src + "}\n"
@@ -546,7 +557,7 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
     check({run}, "convolution");
 """
     if not trivial:
-        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+        src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
     epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
 """
     return src + "}\n"
@@ -776,7 +787,7 @@ __global__ void pool_kernel(const float* __restrict__ x, {ptrs}float* __restrict
     }}
 }}
 void launch_fused(const float* x, {ptrs}float* out, cudaStream_t stream) {{
-    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > 132 * 32) blocks = 132 * 32;
+    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
     pool_kernel<<<blocks, BLOCK, 0, stream>>>(x, {names}out);
 }}
 """

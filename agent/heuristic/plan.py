@@ -407,7 +407,30 @@ def _without_identities(analysis):
             alias[node["name"]] = node["args"][0]["node"]
             continue
         nodes.append(node)
-    return {**analysis, "nodes": nodes}
+    return {**analysis, "nodes": _live(nodes)}
+
+
+def _live(nodes):
+    """NODES without the operators whose values nothing reads (dead code in forward gets no kernel)."""
+    by_name = {n["name"]: n for n in nodes}
+    live, stack = set(), [n["name"] for n in nodes if n["op"] in ("output", "placeholder")]
+
+    def refs(value):
+        if isinstance(value, dict) and "node" in value:
+            yield value["node"]
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from refs(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from refs(v)
+    while stack:
+        name = stack.pop()
+        if name in live or name not in by_name:
+            continue
+        live.add(name)
+        stack += list(refs(by_name[name]["args"])) + list(refs(by_name[name].get("kwargs") or {}))
+    return [n for n in nodes if n["name"] in live]
 
 
 def _starts_stage(node):

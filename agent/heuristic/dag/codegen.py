@@ -164,8 +164,9 @@ class Writer:
         if self.device == "cpu":
             prelude = CPP_PRELUDE + "#include <limits>\n"
         else:
+            gemm = any(k.kind == "gemm" for k in self.plan.kernels)
             prelude = (CUDA_PRELUDE.format(block=256) + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
-                       "#include <cublas_v2.h>\n" + WARP_REDUCE + CUBLAS_HANDLE)
+                       + ("#include <cublas_v2.h>\n" if gemm else "") + WARP_REDUCE + (CUBLAS_HANDLE if gemm else ""))
         return prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + \
             "\n".join(sources)
 
@@ -213,7 +214,8 @@ def binding(plan, device, leaves):
             out = f"({ctype}*){plan.buffers[target.name]}.data_ptr()"
         else:
             out_name = plan.buffers[kernel.node.name]
-            dims = ", ".join(str(d) for d in kernel.node.shape)
+            shape = plan.output_shape if kernel.node is plan.output else kernel.node.shape
+            dims = ", ".join(str(d) for d in shape)
             allocs.append(f"    Tensor {out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
                           f"torch::headeronly::ScalarType::{SCALAR_TYPES[kernel.node.dtype]});")
             out = f"({ctype}*){out_name}.data_ptr()"

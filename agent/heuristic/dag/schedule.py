@@ -27,6 +27,7 @@ class DagPlan:
     kernels: list
     buffers: dict  # node name -> its buffer's C name (leaves, constants and materialized nodes)
     output: T
+    output_shape: list = field(default_factory=list)  # the model's output: the output node's buffer, reshaped
     describe: str = ""
     kind: str = "graph"
     tails: list = field(default_factory=list)  # the chain planner's field: a DAG plan is one stage
@@ -135,8 +136,12 @@ class Scheduler:
             if self.users.get(node.name, 0) > 1 and self.cost[node.name] >= RECOMPUTE and node.kind != "view":
                 self.store(node)
         user_output = next(node for node, kind, _ in self.graph.outputs if kind == "user_output")
-        if user_output.kind in LEAVES or user_output.name in self.stored and self.users[user_output.name] > 1 \
-                or user_output.kind == "view":
+        self.output_shape = list(user_output.shape)
+        base, strides, offset = _strided(user_output)
+        if user_output.kind == "view" and base.kind not in LEAVES and offset == 0 and base.numel == user_output.numel \
+                and strides == contiguous_strides(user_output.shape) and self.users.get(base.name, 0) == 1:
+            user_output = base  # a reshape of the result: written in the output's shape, read by nothing else
+        if user_output.kind in LEAVES or user_output.kind == "view":
             copy = T(f"{user_output.name}_out", "pointwise", user_output.shape, user_output.dtype, [user_output],
                      {"op": "cast"})
             user_output = copy
@@ -170,4 +175,5 @@ def schedule(graph):
         families[kernel.kind] = families.get(kernel.kind, 0) + 1
     parts = ", ".join(f"{n} {kind}" for kind, n in families.items())
     describe = f"a DAG of {len(scheduler.kernels)} kernel(s): {parts}"
-    return DagPlan(graph, scheduler.kernels, buffers, output, describe=describe, scalars=dict(graph.scalars))
+    return DagPlan(graph, scheduler.kernels, buffers, output, scheduler.output_shape, describe=describe,
+                   scalars=dict(graph.scalars))
