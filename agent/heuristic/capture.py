@@ -4,6 +4,8 @@ The graph is decomposed to core ATen plus the decompositions of the norms and so
 reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family.
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
+import contextlib
+
 import torch
 
 from agent.heuristic.errors import Unsupported
@@ -15,7 +17,7 @@ KEPT = (aten.scaled_dot_product_attention.default,)
 # Decomposed further than core ATen: the planner fuses their reductions and elementwise parts itself.
 EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_norm.default,
          aten.native_group_norm.default, aten._native_batch_norm_legit_functional.default,
-         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default,
+         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default, aten._native_batch_norm_legit.no_stats,
          aten.native_batch_norm.default, aten.logsumexp.default,
          aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.hardswish.default,
          aten.hardsigmoid.default, aten.gelu.default, aten.mish.default, aten.silu.default,
@@ -31,7 +33,7 @@ EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_nor
          aten.diag_embed.default, aten.log_sigmoid_forward.default, aten.threshold.default,
          aten.rrelu_with_noise.default, aten.celu.default, aten.selu.default, aten.prelu.default,
          aten.native_dropout.default, aten.masked_fill.Scalar, aten.masked_fill.Tensor,
-         aten.roll.default, aten.flip.default, aten.tril.default, aten.triu.default, aten.repeat.default,
+         aten.roll.default, aten.tril.default, aten.triu.default, aten.repeat.default,
          aten.unsqueeze_copy.default, aten.expand_copy.default, aten.view_copy.default,
          aten.permute_copy.default, aten.t_copy.default, aten.transpose_copy.int, aten.im2col.default,
          aten.embedding_bag.padding_idx, aten._embedding_bag.default, aten.baddbmm.default, aten.addbmm.default,
@@ -121,15 +123,19 @@ def capture(model, inputs):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
     every capture}."""
     reasons = []
-    for how, strict in (("torch.export", False), ("torch.export (dynamo, strict)", True)):
+    # Without a default device first (a constant made in forward keeps its value), then with meta as the default (a
+    # tensor made in forward, torch.ones(t, t), then meets the meta model), then through dynamo.
+    attempts = (("torch.export", False, False), ("torch.export (tensors made in forward on meta)", False, True),
+                ("torch.export (dynamo, strict)", True, False))
+    for how, strict, on_meta in attempts:
         try:
-            # Tensors that forward makes (torch.ones(t, t), a mask) land on meta like the model's own.
-            with torch.device("meta"):
+            with torch.device("meta") if on_meta else contextlib.nullcontext():
                 program = torch.export.export(model, tuple(inputs), strict=strict)
                 program = program.run_decompositions(_decompositions())
             graph = _graph_json(program, inputs)
         except Unsupported as exc:
-            return {"ok": False, "reason": str(exc)}
+            reasons.append(f"{how}: {exc}")
+            continue
         except Exception as exc:  # noqa: BLE001 -- every failure is reported as the construct that stopped capture
             reasons.append(f"{how}: {type(exc).__name__}: {_first_line(exc)}")
             continue

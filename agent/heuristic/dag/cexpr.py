@@ -237,6 +237,17 @@ class Emitter:
         fill = literal(node.attrs["value"], node.dtype)
         return self.define(scope, node.ctype, f"(({' && '.join(inside) or 'true'}) ? ({node.ctype})({value}) : {fill})")
 
+    def _flip(self, scope, node, index):
+        strides = contiguous_strides(node.shape)
+        terms = []
+        for d, size in enumerate(node.shape):
+            if size == 1:
+                continue
+            c = coord(index, node.shape, d)
+            c = f"({size - 1}LL - {c})" if d in node.attrs["dims"] else c
+            terms.append(f"{c} * {strides[d]}LL")
+        return self.value(scope, node.args[0], self.index(scope, " + ".join(terms) or "0"))
+
     def _gather(self, scope, node, index):
         x, ids = node.args
         dim = node.attrs["dim"]

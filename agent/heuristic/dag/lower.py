@@ -412,6 +412,30 @@ class Lowering:
             raise Unsupported("dropout with p > 0 in training mode (random: not a deterministic problem)")
         return (self.arg(args[0]), None)
 
+    def op_flip(self, node, args, kw, overload):
+        x = self.arg(args[0])
+        return self.add("flip", node["shape"], node["dtype"], [x], dims=_dims(args[1], len(x.shape)))
+
+    def op_linalg_vector_norm(self, node, args, kw, overload):
+        x = self.arg(args[0])
+        order = args[1] if len(args) > 1 else kw.get("ord", 2)
+        dims = _dims(args[2] if len(args) > 2 else kw.get("dim"), len(x.shape))
+        keep = [1 if d in dims else s for d, s in enumerate(x.shape)]
+        dtype = node["dtype"]
+        magnitude = self.pointwise("abs", [x], dtype)
+        if order in (math.inf, float("inf")):
+            total = self.add("reduce", keep, dtype, [magnitude], dims=dims, op="max")
+        elif order == 2:
+            total = self.pointwise("sqrt", [self.add("reduce", keep, dtype, [self.pointwise("mul", [x, x], dtype)],
+                                                     dims=dims, op="sum")], dtype)
+        elif order == 1:
+            total = self.add("reduce", keep, dtype, [magnitude], dims=dims, op="sum")
+        else:
+            powered = self.pointwise("pow", [magnitude, self.scalar(float(order))], dtype)
+            summed = self.add("reduce", keep, dtype, [powered], dims=dims, op="sum")
+            total = self.pointwise("pow", [summed, self.scalar(1.0 / float(order))], dtype)
+        return self.view(total, ("view", "default"), node["shape"])
+
     def op_var(self, node, args, kw, overload):
         x = self.arg(args[0])
         dims = _dims(args[1] if len(args) > 1 else kw.get("dim"), len(x.shape))
