@@ -4,7 +4,7 @@ import os
 import shutil
 from pathlib import Path
 
-from agent.export import ExportError, literal, kernelbench_solution
+from agent.export import ExportError, kernelbench_solution, literal
 
 log = logging.getLogger(__name__)
 

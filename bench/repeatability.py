@@ -1,19 +1,29 @@
 """How repeatable a verdict's speedup is: the same solution evaluated several times in a row, for a kernel of
-a fraction of a millisecond (timed with events) and a launch-bound tiny kernel (timed with events, then by
-CUDA-graph replay). Prints each run's speedup over eager, the median and the largest deviation from it.
-Needs a CUDA GPU.
+a fraction of a millisecond (timed with events) and a launch-bound tiny kernel (timed with events, by CUDA-graph
+replay, and by `auto`, the default, which picks graph replay for it). Prints each run's speedup over eager, the median
+and the largest deviation from it. Needs a CUDA GPU.
 
-    python -m bench.repeatability [--runs 5] [--budget 0.5] [--fresh-baselines]
+    python -m bench.repeatability [--runs 5] [--budget 0.5] [--fresh-baselines] [--no-concurrent] [--no-do-bench]
 
 The solution is tests/gpu/solutions/level1/19_ReLU (a native workspace) on two ReLU problems of other sizes.
 By default the eager baseline is measured once per problem and protocol and then read from the cache, as a
 worker does; --fresh-baselines measures it on every run, so its noise enters the speedup too.
+
+Two more parts (issue 17):
+- under load: RUNS evaluations of the launch-bound solution under `auto`, each with baselines of its own (eager and
+  torch.compile measured fresh), run 4 at a time with cold builds of other solutions (a KernelBench-style load_inline
+  ReLU, a new copy each, through the whole build) beside them: the target is the same reward every time and speedups
+  within 5% of their median.
+- triton.testing.do_bench: the field's usual timer on the same solution and eager model in this process, as a
+  cross-check of the sandbox's protocol (the ratio sandbox / do_bench per series; verdicts keep the sandbox's).
 """
 import argparse
 import shutil
 import statistics
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench._gpu import SOLUTIONS, gpu_missing, private_cache, table
@@ -43,7 +53,81 @@ SERIES = (
     ("ReLU 8192x8192 (>= 0.1 ms), events", "8192, 8192", "events"),
     ("ReLU 1x4096 (launch-bound), events", "1, 4096", "events"),
     ("ReLU 1x4096 (launch-bound), graph", "1, 4096", "graph"),
+    ("ReLU 1x4096 (launch-bound), auto", "1, 4096", "auto"),
 )
+LAUNCH_BOUND = "1, 4096"
+CONCURRENCY = 4
+
+# The builds beside the timed evaluations: KernelBench's own form, torch's headers in both units, a new copy each time
+# (the STAMP comment) so that every one is a cold build.
+NOISE_SOLUTION = '''import torch
+from torch import nn
+from torch.utils.cpp_extension import load_inline
+
+CUDA_SOURCE = r"""
+#include <torch/extension.h>
+// {stamp}
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}}
+torch::Tensor relu(torch::Tensor x) {{
+    auto y = torch::empty_like(x);
+    int64_t n = x.numel();
+    relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}}
+"""
+CPP_SOURCE = "torch::Tensor relu(torch::Tensor x);"
+ops = load_inline(name="noise_relu_{stamp}", cpp_sources=CPP_SOURCE, cuda_sources=CUDA_SOURCE, functions=["relu"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ops.relu(x.contiguous())
+'''
+
+
+def under_load(solution, folder, runs, budget):
+    """RUNS evaluations of SOLUTION on the launch-bound problem (fresh baselines each: a problem file of its own)
+    interleaved with as many cold builds of NOISE_SOLUTION, CONCURRENCY at a time; the verdicts of the former."""
+    from sandbox import evaluate
+    jobs = []
+    for run in range(runs):
+        problem = Path(folder) / f"relu_launch_bound_{run}.py"
+        problem.write_text(PROBLEM.format(shape=LAUNCH_BOUND) + f"# run {run}: baselines of its own\n")
+        jobs.append(("target", problem, solution))
+        noise = Path(folder) / f"noise_{run}.py"
+        noise.write_text(NOISE_SOLUTION.format(stamp=f"{time.time_ns()}_{run}"))
+        jobs.append(("noise", Path(folder) / "relu_8192x8192.py", noise))
+    (Path(folder) / "relu_8192x8192.py").write_text(PROBLEM.format(shape="8192, 8192"))
+
+    def one(job):
+        kind, problem, candidate = job
+        return kind, evaluate(str(problem), str(candidate), device="cuda", trials=1, time_budget_s=budget,
+                              shape_check=False)
+
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        return [v for kind, v in pool.map(one, jobs) if kind == "target"]
+
+
+def do_bench_ms(problem_path, solution):
+    """(solution ms, eager ms) by triton.testing.do_bench (median) in this process, or None without triton."""
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        return None
+    import torch
+
+    from sandbox.problem import import_file, make_inputs, make_model
+    problem = import_file(problem_path, f"ks_bench_problem_{Path(problem_path).stem}")
+    model_new = make_model(import_file(Path(solution) / "model_new.py", "ks_bench_solution").ModelNew, problem, 0,
+                           "cuda")
+    model = make_model(problem.Model, problem, 0, "cuda")
+    inputs = make_inputs(problem, 1, "cuda")
+    with torch.no_grad():
+        return (do_bench(lambda: model_new(*inputs), return_mode="median"),
+                do_bench(lambda: model(*inputs), return_mode="median"))
 
 
 def deviation_pct(values):
@@ -56,6 +140,8 @@ def main(argv):
     parser.add_argument("--runs", type=int, default=5, help="evaluations per series")
     parser.add_argument("--budget", type=float, default=0.5, help="time_budget_s of each timing (seconds)")
     parser.add_argument("--fresh-baselines", action="store_true", help="re-measure eager on every run")
+    parser.add_argument("--no-concurrent", action="store_true", help="skip the evaluations under load")
+    parser.add_argument("--no-do-bench", action="store_true", help="skip the triton.testing.do_bench cross-check")
     args = parser.parse_args(argv)
     missing = gpu_missing("repeatability")
     if missing:
@@ -63,13 +149,14 @@ def main(argv):
         return 0
     from sandbox import evaluate
     solution = SOLUTIONS / "level1" / "19_ReLU"
-    config = dict(device="cuda", trials=1, compiled_baseline=False, time_budget_s=args.budget)
-    rows = []
+    config = {"device": "cuda", "trials": 1, "compiled_baseline": False, "time_budget_s": args.budget,
+              "shape_check": False}
+    rows, cross = [], []
     with private_cache("ks-bench-repeat-") as cache, tempfile.TemporaryDirectory(prefix="ks-bench-repeat-") as tmp:
         for label, shape, mode in SERIES:
             problem = Path(tmp) / f"relu_{shape.replace(', ', 'x')}.py"
             problem.write_text(PROBLEM.format(shape=shape))
-            speedups, runtimes, spreads = [], [], []
+            speedups, runtimes, spreads, eagers = [], [], [], []
             for run in range(args.runs):
                 if args.fresh_baselines:
                     shutil.rmtree(cache / "baselines", ignore_errors=True)
@@ -78,6 +165,7 @@ def main(argv):
                     raise SystemExit(f"{label}, run {run + 1}: {verdict.status}\n{verdict.log}")
                 speedups.append(verdict.speedup_vs_eager)
                 runtimes.append(verdict.runtime_ms)
+                eagers.append(verdict.eager_ms)
                 spreads.append(verdict.timing["candidate"]["spread_pct"])
                 timed_by = verdict.timing["candidate"]["mode"]
                 print(f"{label}, run {run + 1}: {verdict.speedup_vs_eager:.3f}x eager, "
@@ -86,8 +174,38 @@ def main(argv):
             rows.append((label, " ".join(f"{s:.3f}" for s in speedups), f"{statistics.median(speedups):.3f}",
                          f"{deviation_pct(speedups):.1f}", f"{statistics.median(runtimes) * 1000:.2f}",
                          f"{statistics.median(spreads):.1f}"))
+            if not args.no_do_bench:
+                measured = do_bench_ms(problem, solution)
+                if measured is None:
+                    cross.append((label, "triton is not installed", "", "", ""))
+                else:
+                    ours, theirs = statistics.median(runtimes), statistics.median(eagers)
+                    cross.append((label, f"{ours * 1000:.2f} / {measured[0] * 1000:.2f}", f"{ours / measured[0]:.3f}",
+                                  f"{theirs * 1000:.2f} / {measured[1] * 1000:.2f}", f"{theirs / measured[1]:.3f}"))
+        if not args.no_concurrent:
+            loaded = under_load(solution, tmp, args.runs, args.budget)
     print()
     print(table(("series", "speedup_vs_eager per run", "median", "max dev %", "median us", "spread %"), rows))
+    if cross:
+        print("\ntriton.testing.do_bench cross-check (median us: sandbox / do_bench; ratio sandbox / do_bench)")
+        print(table(("series", "solution us", "ratio", "eager us", "ratio"), cross))
+    if not args.no_concurrent:
+        print(f"\nunder load: {args.runs} evaluations of the launch-bound ReLU (auto), {CONCURRENCY} at a time, beside "
+              f"{args.runs} cold load_inline builds")
+        failed = [v for v in loaded if v.status != "ok"]
+        if failed:
+            print(f"FAILED: {[(v.status, v.log[-300:]) for v in failed]}")
+        else:
+            load_rows = [(f"run {i + 1}", v.reward, v.timing["candidate"]["mode"], f"{v.runtime_ms * 1000:.2f}",
+                          f"{v.eager_ms * 1000:.2f}", f"{v.compiled_ms * 1000:.2f}", f"{v.speedup_vs_eager:.3f}",
+                          f"{v.speedup_vs_compiled:.3f}") for i, v in enumerate(loaded)]
+            print(table(("run", "reward", "timed by", "us", "eager us", "compiled us", "vs eager", "vs compiled"),
+                        load_rows))
+            for name in ("speedup_vs_eager", "speedup_vs_compiled"):
+                values = [getattr(v, name) for v in loaded]
+                print(f"{name}: median {statistics.median(values):.3f}, max deviation {deviation_pct(values):.1f}% "
+                      f"(target 5%)")
+            print(f"rewards: {sorted({v.reward for v in loaded})} (target: one reward)")
     flags = " --fresh-baselines" if args.fresh_baselines else ""
     print(f"reproduce: python -m bench.repeatability --runs {args.runs} --budget {args.budget}{flags}")
     return 0

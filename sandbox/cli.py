@@ -29,8 +29,9 @@ def _eval_args(p):
     p.add_argument("--atol", type=float, default=1e-2)
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--relaxed", action="store_true", help="record PyTorch fallbacks instead of failing on them")
-    p.add_argument("--timing", choices=("events", "graph"), default="events",
-                   help="graph: time by CUDA-graph replay (for launch-bound problems)")
+    p.add_argument("--timing", choices=("auto", "events", "graph"), default="auto",
+                   help="auto: CUDA-graph replay for a launch-bound problem (eager under 0.1 ms), device events "
+                        "otherwise, one protocol for baselines and solution; events or graph: that protocol always")
     p.add_argument("--reward", choices=SCHEDULES, default=DEFAULT_SCHEDULE,
                    help="reward schedule: paper (CUDA Agent's Eq. 1: -1 failed, 1 correct, 2 more than 5%% faster "
                         "than eager, 3 than eager and torch.compile) or milestone (-1 failed, 0 correct, 1 faster "

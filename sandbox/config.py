@@ -4,7 +4,7 @@ from dataclasses import asdict, dataclass, field, fields
 from sandbox import settings
 from sandbox.reward import DEFAULT_SCHEDULE, SCHEDULES
 
-TIMING_MODES = ("events", "graph")
+TIMING_MODES = ("auto", "events", "graph")
 
 
 @dataclass
@@ -16,7 +16,9 @@ class EvalConfig:
     timeout_s: float = field(default_factory=lambda: settings.TIMEOUT_S)
     # Strict: any PyTorch compute operator reached from ModelNew.forward is a violation.
     strict: bool = True
-    timing: str = "events"
+    # auto: CUDA-graph replay for a launch-bound problem (eager under sandbox.timing.LAUNCH_BOUND_MS), events otherwise,
+    # one protocol for baselines and candidate alike; events or graph force one (sandbox/timing.py).
+    timing: str = "auto"
     # The reward schedule (sandbox/reward.py): "paper" (CUDA Agent's Eq. 1: -1 failed, 1 correct, 2 more than
     # `margin` faster than eager, 3 than both) or "milestone" (-1, 0 correct, 1 faster than eager, 2 than both,
     # 3 than both by a speedup of at least 1 + margin).

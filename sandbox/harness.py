@@ -183,12 +183,15 @@ def _run(problem, solution, config, verdict):
             cand_jail.expose(_build_output(solution, config.device))
         else:
             entry = cand_jail.give(solution.path, "solution.py")
-            if _expose_inline_headers(solution, cand_jail, config.device):
+            with timing_lock.off_timing_cores():
+                headers = _expose_inline_headers(solution, cand_jail, config.device)
+            if headers:
                 stage.done("precompiled header")
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
-            build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
+            with timing_lock.off_timing_cores():
+                build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
             stage.done("build")
             cand.recv("started", stage="start workers")
             stage.done("start workers")
@@ -206,7 +209,8 @@ def _run(problem, solution, config, verdict):
             stage.done("trials")
             with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
                 cand.restart_clock(config.timeout_s)
-                cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)])
+                cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
+                          protocol=ready["protocol"])
                 timing = cand.recv("timed", stage="timing")["timing"]
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
@@ -322,7 +326,10 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
         verdict.timing["compiled_tf32"] = base["compiled_tf32"]
     if config.profile:
         verdict.profile["reference"] = msg.get("profile", [])
-    return {"spec": msg["spec"], "init_seed": init_seed, "variants": msg.get("variants", [])}
+    # The baselines' protocol times the candidate too (a cache entry from before it was stored: the config's).
+    protocol = base.get("protocol") or (None if config.timing == "auto" else config.timing)
+    verdict.timing["protocol"] = protocol
+    return {"spec": msg["spec"], "init_seed": init_seed, "variants": msg.get("variants", []), "protocol": protocol}
 
 
 def _precision_matched_speedups(verdict):
@@ -410,7 +417,8 @@ def _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict):
                                 variant["output_bytes"], variant=record)
             reason = "" if result["ok"] else result["reason"]
             if not reason and result["fallbacks"] and config.strict:
-                from sandbox.guard import fallback_violation  # imports torch: only where needed
+                # sandbox.guard imports torch: only where it is needed
+                from sandbox.guard import fallback_violation
                 reason = f"at these shapes only: {fallback_violation(result['fallbacks'])}"
         except Incorrect as bad:
             reason = bad.reason[len(label) + 2:] if bad.reason.startswith(label) else bad.reason

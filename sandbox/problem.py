@@ -119,7 +119,7 @@ def declared_variants(module):
         return 0
     variants = declare()
     if not isinstance(variants, (list, tuple)):
-        raise ValueError(f"get_input_variants() returned {type(variants).__name__}; it must return a list whose "
+        raise TypeError(f"get_input_variants() returned {type(variants).__name__}; it must return a list whose "
                          f"items are input lists like get_inputs() returns (or functions returning one)")
     return len(variants)
 

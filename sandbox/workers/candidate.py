@@ -14,11 +14,27 @@ import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot b
 from sandbox.config import EvalConfig
 from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
 from sandbox.native import inline
-from sandbox.problem import import_file, make_inputs, make_model, spec_of, tensors_of, variant_inputs
+from sandbox.problem import (
+    import_file,
+    make_inputs,
+    make_model,
+    spec_of,
+    tensors_of,
+    variant_inputs,
+)
 from sandbox.protocol import Channel, ChannelClosed
 from sandbox.timing import measure
 from sandbox.transfer import save_tensors
-from sandbox.workers.common import all_finite, error_text, is_cuda_fault, select, setup_device, synchronize
+from sandbox.workers.common import (
+    all_finite,
+    become_worker,
+    error_text,
+    is_cuda_fault,
+    reap_children,
+    select,
+    setup_device,
+    synchronize,
+)
 
 _perf = time.perf_counter
 _isfinite = torch.isfinite
@@ -172,9 +188,13 @@ class Candidate:
                                       "solution code changed the problem (get_inputs or what it reads)")
         self._check_reuse()
         try:
-            timing = measure(self.model, self.sets, self.device, self.config)
+            timing = measure(self.model, self.sets, self.device, self.config, msg.get("protocol"))
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
+        if timing.replay_matches is False:
+            self.notes.append("violation: ModelNew's output replayed from a CUDA graph differs from a direct call's: "
+                              "the timed graph does not compute what forward returns (launch-bound problems are "
+                              "timed by graph replay; do the same work whether or not a stream is capturing)")
         return timing
 
     def _check_reuse(self):
@@ -218,7 +238,14 @@ class Candidate:
 
 
 def main(read_fd, write_fd):
-    channel = Channel(read_fd, write_fd)
+    become_worker()
+    try:
+        serve(Channel(read_fd, write_fd))
+    finally:
+        reap_children()
+
+
+def serve(channel):
     channel.send("started")
     start = channel.recv()
     cand = Candidate(channel, start)

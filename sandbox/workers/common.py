@@ -1,14 +1,73 @@
-"""What both workers share: device setup, output saving and sampling, error text."""
+"""What both workers share: their start and end (off the timing cores, reaping what they started), device setup,
+output saving and sampling, error text."""
+import ctypes
 import gc
+import os
+import signal
+import time
 import traceback
 
 import torch
 
-from sandbox import settings
+from sandbox import settings, timing_lock
+
+PR_SET_CHILD_SUBREAPER = 36
 
 # Errors after which the CUDA context is unusable: the verdict is `crashed`, not a Python-level failure.
 CUDA_FAULTS = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction",
                "an illegal", "device-side assert", "CUDA error: unknown error", "hardware stack error")
+
+
+def become_worker():
+    """A jailed worker's first step: off the cores timing uses (what it builds and starts inherits that), and the
+    reaper of every process its children leave behind, which would otherwise outlive it (issue 17: zombies after
+    the benchmarks)."""
+    timing_lock.leave_timing_cores()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # reap_children still ends and reaps the direct children
+
+
+def _children():
+    """Pids whose parent is this process (its children, and orphans handed to it as a subreaper)."""
+    me, found = str(os.getpid()), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:  # fields after the command: state, ppid, ...
+            found.append(int(entry))
+    return found
+
+
+def reap_children(grace_s=2.0):
+    """End every process this worker started that is still there (compile workers, build tools, what solution code
+    left running) and reap it, with what it leaves in turn: a worker exits with no process of its own behind it."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        while True:  # collect what has already ended
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if not pid:
+                break
+        children = _children()
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
 
 
 def setup_device(device):

@@ -17,12 +17,29 @@ import torch
 from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.correctness import compare, precise_errors
-from sandbox.problem import (batch_candidates, declared_variants, describe_shapes, import_file, make_inputs,
-                             make_model, spec_of, tensors_of, variant_inputs)
+from sandbox.problem import (
+    batch_candidates,
+    declared_variants,
+    describe_shapes,
+    import_file,
+    make_inputs,
+    make_model,
+    spec_of,
+    tensors_of,
+    variant_inputs,
+)
 from sandbox.protocol import Channel
 from sandbox.timing import measure
 from sandbox.transfer import load_tensors
-from sandbox.workers.common import error_text, release_memory, select, setup_device, synchronize
+from sandbox.workers.common import (
+    become_worker,
+    error_text,
+    reap_children,
+    release_memory,
+    select,
+    setup_device,
+    synchronize,
+)
 
 
 def validate(module, device, init_seed, seed):
@@ -101,7 +118,7 @@ def shape_variants(module, model, device, seed):
                 out = model(*inputs)
             synchronize(device)
             tensors = tensors_of(out)
-        except Exception as exc:  # noqa: BLE001 -- a size the Model does not take is not a variant
+        except Exception as exc:
             release_memory(device)
             if declared:
                 raise ValueError(f"{where}: Model.forward failed: {type(exc).__name__}: {exc}") from exc
@@ -158,22 +175,26 @@ def baselines(model, module, device, config, seeds, input_bytes):
     if config.compiled_baseline:
         for suffix, allowed in precisions:
             compiled[suffix] = _compiled(model, sets, device, result, suffix, allowed)
+    protocol = None  # chosen by the first eager timing (launch-bound or not), then kept for every other one
     with timing_lock.exclusive(device):
         for suffix, allowed in precisions:
             with tf32(allowed):
-                result[f"eager{suffix}"] = measure(model, sets, device, config).to_json()
+                eager = measure(model, sets, device, config, protocol)
+                result[f"eager{suffix}"], protocol = eager.to_json(), protocol or eager.protocol
                 if compiled.get(suffix) is not None:
                     try:
-                        result[f"compiled{suffix}"] = measure(compiled[suffix], sets, device, config).to_json()
+                        result[f"compiled{suffix}"] = measure(compiled[suffix], sets, device, config, protocol).to_json()
                     except Exception as exc:  # noqa: BLE001
                         result[f"compiled{suffix}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+    result["protocol"] = protocol
     return result, sets
 
 
 # Bumped when the way baselines are measured changes, so that older cache entries are measured again
 # (2: under the host's timing lock, with the timer's own overhead taken as its minimum rather than its median;
-# 3: precision-matched (TF32) baselines beside PyTorch's defaults on CUDA).
-BASELINE_PROTOCOL = 3
+# 3: precision-matched (TF32) baselines beside PyTorch's defaults on CUDA;
+# 4: `auto` timing, launch-bound problems by graph replay, the protocol stored for the candidate).
+BASELINE_PROTOCOL = 4
 
 
 def cached_baselines(key, device):
@@ -188,7 +209,14 @@ def cached_baselines(key, device):
 
 
 def main(read_fd, write_fd):
-    channel = Channel(read_fd, write_fd)
+    become_worker()
+    try:
+        serve(Channel(read_fd, write_fd))
+    finally:
+        reap_children()
+
+
+def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
     try:

@@ -76,3 +76,25 @@ def test_the_summary_reports_quartile_spread():
     t = _summarize([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], "cpu-clock")
     assert t.median_ms == 5.0 and t.min_ms == 1.0 and t.max_ms == 9.0 and t.samples == 9
     assert t.spread_pct == pytest.approx(100.0 * (7.5 - 2.5) / 5.0)
+
+
+# -- the protocol a problem is timed by (issue 17: launch-bound problems by graph replay) --------------------------
+def test_auto_times_a_launch_bound_cuda_problem_by_graph_replay_and_others_by_events():
+    from sandbox.timing import LAUNCH_BOUND_MS, choose_protocol
+    auto = EvalConfig(device="cuda")
+    assert auto.timing == "auto"
+    assert choose_protocol(auto, "cuda", 0.03) == "graph"
+    assert choose_protocol(auto, "cuda", LAUNCH_BOUND_MS * 0.99) == "graph"
+    assert choose_protocol(auto, "cuda", LAUNCH_BOUND_MS) == "events"
+    assert choose_protocol(auto, "cuda", 2.5) == "events"
+    # A protocol asked for is kept whatever the time; the CPU has its one clock.
+    assert choose_protocol(auto.replace(timing="events"), "cuda", 0.01) == "events"
+    assert choose_protocol(auto.replace(timing="graph"), "cuda", 5.0) == "graph"
+    assert choose_protocol(auto, "cpu", 0.01) == "cpu-clock"
+
+
+def test_a_protocol_handed_down_is_what_the_timing_reports():
+    # The candidate gets the reference's protocol; on the CPU every protocol is the CPU clock.
+    t = measure(_spin(0.2), [[torch.zeros(1)]], "cpu", CONFIG, "graph")
+    assert t.protocol == "cpu-clock" and t.mode == "cpu-clock" and t.replay_matches is None
+    assert measure(_spin(0.2), [[torch.zeros(1)]], "cpu", CONFIG).protocol == "cpu-clock"

@@ -49,6 +49,9 @@ def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_
     before_trials = stages["build"] + stages["start workers"] + stages["validate and baselines"]
     assert before_trials >= HOLD_S - 0.5, stages
     assert verdict.eager_ms < 100 and verdict.runtime_ms < 100, verdict.timing
+    # One protocol, chosen with the baselines and handed to the candidate (the CPU's clock here).
+    assert verdict.timing["protocol"] == verdict.timing["eager"]["protocol"] == "cpu-clock"
+    assert verdict.timing["candidate"]["protocol"] == "cpu-clock"
 
 
 def test_without_a_lock_file_it_times_unlocked_and_says_so(caplog, tmp_path, monkeypatch):
@@ -57,3 +60,36 @@ def test_without_a_lock_file_it_times_unlocked_and_says_so(caplog, tmp_path, mon
     with timing_lock.exclusive("cpu"):
         entered = True
     assert entered and "timing without the cpu timing lock" in caplog.text
+
+
+# -- timing cores: builds beside a timing do not share its cores (issue 17) ----------------------------------------
+def test_a_host_of_several_cores_keeps_its_last_eighth_for_timing(monkeypatch):
+    monkeypatch.setattr(timing_lock, "_STARTED_ON", frozenset(range(16)))
+    assert timing_lock.timing_cores() == {14, 15}
+    assert timing_lock.other_cores() == set(range(14))
+    monkeypatch.setattr(timing_lock, "_STARTED_ON", frozenset(range(4)))
+    assert timing_lock.timing_cores() == {3} and timing_lock.other_cores() == {0, 1, 2}
+    # Too few cores to spare one: no split, everything everywhere.
+    monkeypatch.setattr(timing_lock, "_STARTED_ON", frozenset(range(2)))
+    assert timing_lock.timing_cores() == set() and timing_lock.other_cores() == {0, 1}
+
+
+def test_pinning_moves_only_the_calling_thread_and_is_undone():
+    import os
+    seen = {}
+
+    def pin():
+        before = os.sched_getaffinity(0)
+        first = min(before)
+        with timing_lock.pinned({first}):
+            seen["inside"] = os.sched_getaffinity(0)
+            seen["main thread"] = os.sched_getaffinity(main)
+        seen["after"] = os.sched_getaffinity(0)
+        seen["before"] = before
+
+    main = threading.get_native_id()
+    worker = threading.Thread(target=pin)
+    worker.start()
+    worker.join()
+    assert seen["inside"] == {min(seen["before"])}
+    assert seen["after"] == seen["before"] and seen["main thread"] == os.sched_getaffinity(0)
