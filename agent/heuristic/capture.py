@@ -17,7 +17,8 @@ KEPT = (aten.scaled_dot_product_attention.default,)
 # Decomposed further than core ATen: the planner fuses their reductions and elementwise parts itself.
 EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_norm.default,
          aten.native_group_norm.default, aten._native_batch_norm_legit_functional.default,
-         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default, aten._native_batch_norm_legit.no_stats,
+         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default,
+         aten._native_batch_norm_legit.no_stats,
          aten.native_batch_norm.default, aten.logsumexp.default,
          aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.hardswish.default,
          aten.hardsigmoid.default, aten.gelu.default, aten.mish.default, aten.silu.default,
@@ -122,6 +123,10 @@ def _graph_json(program, inputs):
 def capture(model, inputs):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
     every capture}."""
+    recurrent = [type(m).__name__ for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+    if recurrent:
+        # export unrolls every step of every layer into the graph: minutes of tracing for a long sequence
+        return {"ok": False, "reason": f"recurrent layer nn.{recurrent[0]}: the heuristic has no RNN family yet"}
     reasons = []
     # Without a default device first (a constant made in forward keeps its value), then with meta as the default (a
     # tensor made in forward, torch.ones(t, t), then meets the meta model), then through dynamo.

@@ -1,12 +1,15 @@
 """The DAG planner: any captured ATen graph partitioned into fused kernels (loops, scans, GEMMs, convolutions,
 attention), for problems whose graph is not the chain the stage planner (plan.py) expects."""
 from agent.heuristic.dag.lower import lower
+from agent.heuristic.dag.match import fuse_attention
 from agent.heuristic.dag.schedule import DagPlan, schedule
 
 
 def plan_graph(captured):
     """The DagPlan of capture.py's JSON, or Unsupported naming the operator or construct that stops it."""
-    return schedule(lower(captured))
+    graph = lower(captured)
+    fuse_attention(graph)
+    return schedule(graph)
 
 
 __all__ = ["DagPlan", "plan_graph"]

@@ -5,6 +5,7 @@ library call (GEMM, convolution, attention), a reduction, scan or pool (read man
 call reads from memory in a layout it cannot take as strides, or a value read by several kernels that would cost
 more to recompute than to store. Dead and identity nodes never appear (only what the outputs reach is scheduled).
 """
+import math
 from dataclasses import asdict, dataclass, field
 
 from agent.heuristic.dag.ir import LEAVES, MATERIALIZED, T, contiguous_strides
@@ -127,9 +128,9 @@ class Scheduler:
                 self.layouts[node.name] = {"inputs": [self.contiguous_operand(a) for a in node.args[:3]]}
                 if len(node.args) > 3:
                     mask = node.args[3]
-                    expanded = mask.shape != node.shape[:-1] + [node.args[1].shape[-2]]
-                    if expanded:
-                        raise Unsupported("scaled_dot_product_attention with a mask that broadcasts")
+                    lq, lk = node.shape[-2], node.args[1].shape[-2]
+                    if mask.numel not in (lq * lk, math.prod(node.shape[:-1]) * lk):
+                        raise Unsupported(f"attention with a mask of shape {mask.shape} broadcast over some batch dims")
                     self.layouts[node.name]["inputs"].append(self.contiguous_operand(mask))
             self.cost[node.name] = 0 if node.kind in LEAVES or node.kind == "view" else 1
             self.cost[node.name] += sum(self.cost[a.name] for a in node.args if not self.in_memory(a))
