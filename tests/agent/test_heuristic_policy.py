@@ -221,13 +221,13 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-CUMSUM = """
+SORT = """
 import torch
 import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.cumsum(torch.relu(x), dim=1)
+        return torch.sort(torch.relu(x), dim=1).values
 
 def get_inputs():
     return [torch.randn(4, 64)]
@@ -402,14 +402,14 @@ def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_st
 
 
 def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(tmp_path):
-    traj = run_episode(tmp_path, CUMSUM, "cumsum")
-    assert traj.stop_reason.startswith("policy_error") and "cumsum" in traj.stop_reason
+    traj = run_episode(tmp_path, SORT, "sort")
+    assert traj.stop_reason.startswith("policy_error") and "aten.sort" in traj.stop_reason
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
     assert written == []
     # The untouched starter is not sent to the sandbox: its verdict says why there is no solution.
     assert traj.verdict["status"] == "runtime_error" and "still holds the starter" in traj.verdict["log"]
-    assert "cumsum" in traj.verdict["log"] and traj.verdict["wall_s"] is None
+    assert "sort" in traj.verdict["log"] and traj.verdict["wall_s"] is None
 
 
 DEEP_MLP = """
@@ -519,12 +519,14 @@ def test_a_row_operation_after_a_product_becomes_a_tail_kernel_over_its_result(t
         assert "Tensor mid0 = torch::stable::new_empty(" in files["binding.cpp"]
 
 
-def test_a_tail_that_reads_a_model_input_again_is_refused_by_name(tmp_path):
+def test_a_tail_that_reads_a_model_input_again_goes_to_the_dag_planner(tmp_path):
+    # The stage planner's chain cannot read x after the GEMM (a residual); the DAG planner reads it in the softmax's
+    # kernel.
     from agent.heuristic.analyze import analyze
     problem = tmp_path / "problem.py"
     problem.write_text(LINEAR_SOFTMAX.replace("* 2.0", "+ x").replace("nn.Linear(32, 48)", "nn.Linear(32, 32)"))
-    with pytest.raises(Unsupported, match="after GEMM: the value x is needed before it is computed"):
-        make_plan(analyze(str(problem)))
+    plan = make_plan(analyze(str(problem)))
+    assert plan.kind == "graph" and [k.kind for k in plan.kernels][0] == "gemm"
 
 
 def test_group_norm_rows_are_sample_groups_and_its_affine_is_per_channel(tmp_path):
