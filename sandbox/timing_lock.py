@@ -59,6 +59,13 @@ def off_timing_cores():
     return pinned(other_cores()) if timing_cores() else nullcontext()
 
 
+def on_timing_cores(device):
+    """Run the calling thread's timing on the timing cores (CUDA: the thread that launches what is timed). The CPU
+    target's timing keeps its cores: its compute threads were started on them. For a process that times while
+    another holds the lock for it (the candidate worker, whose harness holds it)."""
+    return pinned(timing_cores()) if device == "cuda" else nullcontext()
+
+
 def leave_timing_cores():
     """Move the calling thread, for good, off the cores timing uses: a worker's first step (what it builds and
     starts inherits it; its timing returns to them under exclusive())."""
@@ -99,8 +106,7 @@ def exclusive(device):
     with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            # The CPU target's timing keeps its cores: its compute threads were started on them.
-            with pinned(timing_cores()) if device == "cuda" else nullcontext():
+            with on_timing_cores(device):
                 yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot before solution code runs
+from sandbox import timing_lock
 from sandbox.config import EvalConfig
 from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
 from sandbox.native import inline
@@ -188,7 +189,8 @@ class Candidate:
                                       "solution code changed the problem (get_inputs or what it reads)")
         self._check_reuse()
         try:
-            timing = measure(self.model, self.sets, self.device, self.config, msg.get("protocol"))
+            with timing_lock.on_timing_cores(self.device):  # the harness holds the timing lock meanwhile
+                timing = measure(self.model, self.sets, self.device, self.config, msg.get("protocol"))
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
         if timing.replay_matches is False:

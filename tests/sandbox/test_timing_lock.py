@@ -37,6 +37,10 @@ def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_
     # A problem of its own (a comment in it), so that its baselines are measured now rather than found cached.
     problem = files.problem(PROBLEM + f"# {time.time_ns()}\n", "locked.py")
     timing_lock.ensure("cpu")
+    # What an evaluation does before its stages' clock starts (probing the host's isolation, once per process) must
+    # not eat into the hold: only the stages are compared with it.
+    from sandbox.isolation import isolation_level
+    isolation_level()
     taken = threading.Event()
     holder = threading.Thread(target=hold_lock, args=("cpu", HOLD_S, taken))
     holder.start()
