@@ -8,7 +8,7 @@ observe) until the policy submits or a budget runs out, keeping the best verifie
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,8 +23,16 @@ from agent.workspace import SKILL, Workspace, solution_source, write_files
 log = logging.getLogger(__name__)
 
 
+class EpisodeConfigError(ValueError):
+    """An episode configuration that contradicts itself or names an unknown field; the message says what to change."""
+
+
 @dataclass
 class EpisodeConfig:
+    """One episode's knobs: the one record the CLI, the studio, evaluations and RL rollouts build and send as JSON.
+
+    The device is set once: the sandbox's settings (`eval`) run on it, derived when left out; an EvalConfig given
+    for another device is an EpisodeConfigError rather than an episode that silently measures somewhere else."""
     device: str = "cuda"
     max_turns: int = 60
     wall_clock_s: float | None = None  # None: no wall-clock budget
@@ -32,13 +40,39 @@ class EpisodeConfig:
     response_tokens: int = 4096  # kept free for the model's answer
     observation_chars: int = 12000  # one tool observation, at most
     bash_timeout_s: float = 120.0
-    eval: EvalConfig | None = None  # the sandbox's settings; default EvalConfig(device=device)
+    eval: EvalConfig | None = None  # the sandbox's settings; None: EvalConfig(device=device)
 
-    def eval_config(self):
-        return self.eval or EvalConfig(device=self.device)
+    def __post_init__(self):
+        if self.eval is None:
+            self.eval = EvalConfig(device=self.device)
+        elif self.eval.device != self.device:
+            raise EpisodeConfigError(
+                f"the episode runs on {self.device} but its sandbox settings (eval) on {self.eval.device}: one "
+                f"episode runs on one device; build eval with EvalConfig(device={self.device!r}, ...), or leave the "
+                f"device out of eval's JSON (it is the episode's)")
 
     def to_json(self):
-        return {**asdict(self), "eval": self.eval_config().to_json()}
+        """The fields as JSON; eval without its device, which is the episode's."""
+        data = asdict(self)
+        data["eval"].pop("device")
+        return data
+
+    @classmethod
+    def from_json(cls, data):
+        """The record of DATA (to_json's output; eval may repeat the device, if it agrees)."""
+        data = dict(data)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise EpisodeConfigError(f"unknown episode field(s) {', '.join(unknown)}: allowed are "
+                                     f"{', '.join(f.name for f in fields(cls))}")
+        settings = data.pop("eval", None)
+        if settings is not None:
+            device = settings.get("device", data.get("device", cls.device))
+            try:
+                data["eval"] = EvalConfig.from_json({**settings, "device": device})
+            except TypeError as exc:  # an unknown EvalConfig field
+                raise EpisodeConfigError(f"eval: {exc}") from None
+        return cls(**data)
 
 
 SYSTEM = ("You are an expert GPU performance engineer. You work in a sandboxed workspace through tools, one or "
@@ -88,7 +122,7 @@ class Episode:
         ws = Workspace.create(self.workspace_dir, self.problem, cfg.device)
         if self.start_files:
             restore(ws, self.start_files)
-        tools = Tools(ws, self.problem, cfg.eval_config(), cfg.bash_timeout_s, cfg.observation_chars)
+        tools = Tools(ws, self.problem, cfg.eval, cfg.bash_timeout_s, cfg.observation_chars)
         source = self.problem.read_text()
         opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()},
                    {"role": "user", "content": self._task(ws, source)}]

@@ -1,15 +1,15 @@
 """What the GPU benchmarks share: the GPU check, KernelBench problems and solutions, a private sandbox cache, tables."""
-import json
 import os
 import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from sandbox import problems_file
+
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "tests" / "gpu" / "solutions"
-PROBLEM_SOURCES = (REPO / "tests" / "gpu" / "data" / "problems.jsonl",
-                   REPO.parent / "shared" / "kernelbench" / "problems.jsonl")
+PROBLEM_SOURCES = problems_file.SOURCES  # bench.heuristic_kernelbench and bench.rl_pipeline look here too
 
 
 def gpu_missing(name):
@@ -22,17 +22,16 @@ def gpu_missing(name):
 
 def kernelbench_problem(level, name, folder):
     """Write KernelBench's problem LEVEL/NAME into FOLDER; returns its path (SystemExit if the data is missing)."""
-    source = next((p for p in PROBLEM_SOURCES if p.is_file()), None)
+    source = problems_file.locate()
     if source is None:
-        raise SystemExit(f"KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
-                         f"{PROBLEM_SOURCES[0].relative_to(REPO)}")
-    for line in source.read_text().splitlines():
-        row = json.loads(line) if line.strip() else None
-        if row and row["level"] == level and row["name"] == name:
-            path = Path(folder) / f"level{level}_{name}.py"
-            path.write_text(row["code"])
-            return path
-    raise SystemExit(f"no level {level} problem named {name} in {source}")
+        raise SystemExit(problems_file.missing_message())
+    try:
+        problem = problems_file.find(problems_file.read_problems(source), level, name)
+    except problems_file.ProblemsError as exc:
+        raise SystemExit(f"{exc} ({source})") from None
+    path = Path(folder) / f"level{level}_{name}.py"
+    path.write_text(problem.code)
+    return path
 
 
 @contextmanager

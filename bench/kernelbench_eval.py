@@ -16,7 +16,8 @@ import argparse
 import os
 import sys
 
-from bench._gpu import PROBLEM_SOURCES, REPO, gpu_missing
+from bench._gpu import REPO, gpu_missing
+from sandbox import problems_file
 
 DEFAULT_OUT = REPO / "artifacts" / "kernelbench-eval"
 
@@ -39,7 +40,8 @@ def main(argv):
                                                              "results are stored (the policy changed since)")
     parser.add_argument("--report", action="store_true", help="only print the table of what is stored")
     parser.add_argument("--problems", default=None, help="problems.jsonl or a KernelBench checkout (default: "
-                                                          "tests/gpu/data/problems.jsonl, else ../shared/kernelbench)")
+                                                          "KS_KERNELBENCH_PROBLEMS, tests/gpu/data/problems.jsonl, "
+                                                          "else ../shared/kernelbench)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: a dry run of this script")
     args = parser.parse_args(argv)
     from training.cli import main as training
@@ -50,10 +52,9 @@ def main(argv):
     if missing:
         print(missing)
         return 0
-    source = args.problems or next((p for p in PROBLEM_SOURCES if p.is_file()), None)
+    source = args.problems or problems_file.locate()
     if source is None:
-        print(f"KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
-              f"{PROBLEM_SOURCES[0].relative_to(REPO)}")
+        print(problems_file.missing_message())
         return 2
     selection = ["--levels", args.levels] + (["--limit", str(args.limit)] if args.limit else []) + \
         (["--shard", args.shard] if args.shard else []) + (["--names", args.names] if args.names else [])

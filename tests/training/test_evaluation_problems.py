@@ -62,7 +62,7 @@ def test_shards_interleave_and_together_cover_every_problem_once(tmp_path):
 
 
 @pytest.mark.parametrize("line,message", [
-    ("{not json", r"p.jsonl:2: not valid JSON"),
+    ("{not json", r"p.jsonl:2 is not JSON"),
     ('{"level": 1, "problem_id": 2, "name": "2_X"}', r"p.jsonl:2: missing code"),
     ('{"level": "1", "problem_id": 2, "name": "2_X", "code": ""}', r"p.jsonl:2: level must be int"),
     ('{"level": 1, "problem_id": 2, "name": "../../etc", "code": ""}', r"name '../../etc' must be"),

@@ -2,6 +2,7 @@
 import pytest
 
 from training.rl import config as run_config
+from sandbox import EvalConfig
 from training.rl.config import ConfigError
 
 
@@ -51,3 +52,36 @@ def test_overrides_set_dotted_keys_and_are_validated(tmp_path):
     recorded = tmp_path / "recorded.yaml"
     run_config.dump(changed, recorded)
     assert run_config.load(recorded) == changed
+
+
+def test_the_episode_section_is_the_agent_episode_record_with_the_run_defaults(tmp_path):
+    from agent.loop import EpisodeConfig
+    config = run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {max_turns: 3, "
+                                             "eval: {trials: 2}}\n"))
+    assert isinstance(config.episode, EpisodeConfig)
+    # keys left out keep the run's defaults (not the agent's, which suit a served model on a GPU)
+    assert (config.episode.device, config.episode.max_turns, config.episode.response_tokens) == ("cpu", 3, 256)
+    assert config.episode.eval.device == "cpu" and config.episode.eval.trials == 2
+    # what episodes and rollout jobs receive: the agent's record, without the actor's sampling temperature
+    sent = config.episode.episode(max_turns=12).to_json()
+    assert "temperature" not in sent
+    assert EpisodeConfig.from_json(sent) == EpisodeConfig(device="cpu", max_turns=12, context_tokens=16384,
+                                                          response_tokens=256, bash_timeout_s=60.0,
+                                                          eval=EvalConfig(device="cpu", trials=2))
+
+
+def test_setting_the_episode_device_moves_the_sandbox_settings_with_it(tmp_path):
+    config = run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {eval: {trials: 2}}\n"))
+    moved = run_config.override(config, ["episode.device=cuda", "episode.temperature=0.5"])
+    assert (moved.episode.device, moved.episode.eval.device, moved.episode.eval.trials) == ("cuda", "cuda", 2)
+    assert moved.episode.temperature == 0.5
+    recorded = tmp_path / "recorded.yaml"
+    run_config.dump(moved, recorded)
+    assert run_config.load(recorded) == moved
+
+
+def test_sandbox_settings_on_another_device_than_the_episode_are_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="episode: the episode runs on cpu but its sandbox settings"):
+        run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {device: cpu, eval: {device: cuda}}\n"))
+    with pytest.raises(ConfigError, match="episode.eval: trials must be at least 1"):
+        run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {eval: {trials: 0}}\n"))

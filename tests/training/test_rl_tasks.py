@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from sandbox.jsonl import append_jsonl
 from training.rl.config import TasksConfig
 from training.rl.tasks import TaskError, load
-from training.synthesis import dataset
 from training.synthesis.dataset import TaskRecord
 
 
@@ -21,7 +21,7 @@ def synthesized(index, name):
 def test_a_synthesized_dataset_loads_whole_with_tasks_of_one_name_kept_apart(tmp_path):
     source = tmp_path / "tasks.jsonl"
     for index, name in enumerate(["gelu_sum", "gelu_sum", "Conv3d_relu", "gelu_sum"], 1):
-        dataset.append_jsonl(source, synthesized(index, name).to_json())
+        append_jsonl(source, synthesized(index, name).to_json())
     train, held_out = load(TasksConfig(source=str(source), held_out=0.25), tmp_path / "tasks")
     names = sorted(t.name for t in train + held_out)
     assert names == ["Conv3d_relu", "gelu_sum", "gelu_sum_d2ce98d8_000002", "gelu_sum_d2ce98d8_000004"]
@@ -34,7 +34,7 @@ def test_a_synthesized_dataset_loads_whole_with_tasks_of_one_name_kept_apart(tmp
 
 def test_a_level_filter_on_a_dataset_without_levels_says_to_clear_it(tmp_path):
     source = tmp_path / "tasks.jsonl"
-    dataset.append_jsonl(source, synthesized(1, "gelu_sum").to_json())
+    append_jsonl(source, synthesized(1, "gelu_sum").to_json())
     with pytest.raises(TaskError, match=r"no levels .*tasks.levels=\[\]"):
         load(TasksConfig(source=str(source), levels=[1, 2]), tmp_path / "tasks")
 

@@ -1,11 +1,12 @@
-"""The dataset files: versioned records that round-trip, appends that survive a crash mid-line, a summary of
+"""The dataset files: versioned records that round-trip, runs that resume past a line cut by a crash, a summary of
 what each filter removed and of the kept set, and runs that refuse to continue under other settings."""
 import json
 
 import pytest
 
+from sandbox.jsonl import append_jsonl
 from training.synthesis import dataset
-from training.synthesis.dataset import Attempt, DatasetError, RunConfig, TaskRecord, read_jsonl, summarize
+from training.synthesis.dataset import Attempt, DatasetError, RunConfig, TaskRecord, summarize
 from training.synthesis.runner import Run
 
 
@@ -26,25 +27,17 @@ def test_records_round_trip_through_json():
         TaskRecord.from_json({**record.to_json(), "version": 99})
 
 
-def test_a_line_cut_by_a_crash_is_dropped_and_a_whole_one_completed(tmp_path):
-    path = tmp_path / "a.jsonl"
-    dataset.append_jsonl(path, {"i": 0})
-    with open(path, "a") as fh:
-        fh.write('{"i": 1, "cut')
-    assert read_jsonl(path) == [{"i": 0}]
-    assert path.read_text() == '{"i": 0}\n'  # the cut line is gone, the next append starts clean
-    with open(path, "a") as fh:
-        fh.write('{"i": 2}')
-    assert read_jsonl(path) == [{"i": 0}, {"i": 2}]
-    dataset.append_jsonl(path, {"i": 3})
-    assert read_jsonl(path) == [{"i": 0}, {"i": 2}, {"i": 3}]
-
-
-def test_a_bad_line_in_the_middle_is_an_error_that_names_it(tmp_path):
-    path = tmp_path / "a.jsonl"
-    path.write_text('{"i": 0}\nnot json\n{"i": 2}\n')
-    with pytest.raises(DatasetError, match=r"a.jsonl:2 is not JSON"):
-        read_jsonl(path)
+def test_a_resumed_run_drops_a_line_cut_by_a_crash_and_appends_after_whole_lines(tmp_path):
+    out = tmp_path / "ops.jsonl"
+    run = Run(out, RunConfig(device="cpu"))
+    run.record(Attempt(0, "x", [], [], 1, "program", False, [], "runs"))
+    attempts = dataset.paths(out)["attempts"]
+    with open(attempts, "a") as fh:
+        fh.write('{"index": 1, "cut')
+    resumed = Run(out, RunConfig(device="cpu"))
+    assert [a.index for a in resumed.attempts] == [0] and resumed.next_index == 1
+    resumed.record(Attempt(1, "y", [], [], 1, "program", False, [], "runs"))
+    assert [a.index for a in Run(out, RunConfig(device="cpu")).attempts] == [0, 1]
 
 
 def test_the_summary_counts_removals_and_describes_the_kept_set():
@@ -79,7 +72,7 @@ def test_a_run_continues_after_the_last_recorded_attempt_and_trusts_the_tasks_fi
     record.task_id = f"{run.run_id}-000004"
     run.record(Attempt(3, "x", [], [], 1, "program", False, [], "runs"))
     # A kept task whose attempt line was lost in a crash: still kept, and the next index follows it.
-    dataset.append_jsonl(out, record.to_json())
+    append_jsonl(out, record.to_json())
     resumed = Run(out, RunConfig(device="cpu"))
     assert [t.task_id for t in resumed.tasks] == [record.task_id]
     assert resumed.next_index == 5 and sorted(a.index for a in resumed.attempts) == [3, 4]

@@ -1,11 +1,12 @@
 """Each execution filter rejects a task built to violate it, run for real in the sandbox's jail on the CPU,
 and a task that violates none passes them all (torch.compile included)."""
-import json
 import multiprocessing
 import textwrap
 
 import pytest
 
+from sandbox.jsonl import write_jsonl
+from sandbox.problems_file import find, read_problems
 from training.synthesis.dataset import RunConfig
 from training.synthesis.dedup import LocalClaims, fingerprint, kernelbench_index
 from training.synthesis.filters import FILTERS, eager_window, not_dominated
@@ -87,10 +88,9 @@ def test_it_rejects_a_trivial_task(forward, reason):
 
 
 def test_it_rejects_a_kernelbench_problem_spelled_another_way(tmp_path, manager):
-    rows = [json.loads(line) for line in open(kernelbench_path())]
-    relu = next(r for r in rows if r["name"] == "19_ReLU")
+    relu = find(read_problems(kernelbench_path()), 1, "19_ReLU")
     subset = tmp_path / "problems.jsonl"
-    subset.write_text(json.dumps(relu) + "\n")
+    write_jsonl(subset, [relu.to_json()])
     index = kernelbench_index(subset)
     # Another size, another spelling (F.relu on a 3-D input instead of torch.relu): the same graph.
     verdicts, _ = probe_source(problem("return F.relu(x)", inputs="torch.randn(batch_size, 16, 32)"), WIDE,
@@ -164,8 +164,8 @@ def test_window_and_dominance_filters_name_their_limits():
 
 
 def kernelbench_path():
-    from training.synthesis.dedup import default_kernelbench_path
-    path = default_kernelbench_path()
-    if not path.is_file():
+    from sandbox.problems_file import locate
+    path = locate()
+    if path is None or not path.is_file():
         pytest.skip(f"KernelBench problems are not at {path}")
     return path

@@ -25,7 +25,7 @@ from sandbox import EvalConfig
 from training.evaluation import problems as problem_source
 from training.evaluation import queues, report, runner
 from training.evaluation.folder import EvalFolder, FolderError
-from training.evaluation.jobs import EvaluationAborted
+from training.evaluation.jobs import EvaluationAborted, episodes_of
 from training.evaluation.problems import ProblemsError
 from training.evaluation.progress import Progress
 
@@ -255,9 +255,9 @@ def _retime(args, folder, chosen):
 
 
 def _evaluate(args, folder, arms, chosen):
-    template = {k: folder.spec[k] for k in ("policy", "policy_options", "device", "max_turns", "wall_clock_s",
-                                           "context_tokens", "response_tokens")}
-    requests, done = runner.pending_requests(folder, chosen, arms, template, rerun=args.rerun)
+    spec = folder.spec
+    requests, done = runner.pending_requests(folder, chosen, episodes_of(spec), spec["policy"],
+                                             spec["policy_options"], rerun=args.rerun)
     use_rq = bool(args.redis) and not args.in_process
     where = (f"RQ queue {args.queue or queues.queue_name(args.device)!r} on {args.redis}" if use_rq
              else f"{args.workers or 1} local process(es)")

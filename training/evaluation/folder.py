@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agent.loop import save
 from agent.trajectory import Trajectory
+from sandbox.jsonl import repair_jsonl
 
 from training.evaluation.results import EpisodeResult, ResultsFile
 
@@ -102,6 +103,7 @@ class EvalFolder:
         self._lock.truncate()
         self._lock.write(f"pid {os.getpid()}\n")
         self._lock.flush()
+        repair_jsonl(self.results.path)  # the writer now: a line a crash cut must not glue to the next append
 
     def close(self):
         if self._lock:

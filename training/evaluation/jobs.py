@@ -30,12 +30,7 @@ class EpisodeRequest:
     problem: dict  # BenchProblem.to_json()
     policy: str
     policy_options: dict = field(default_factory=dict)
-    device: str = "cuda"
-    max_turns: int = 60
-    wall_clock_s: float | None = None
-    context_tokens: int = 32768
-    response_tokens: int = 4096
-    eval: dict = field(default_factory=dict)  # EvalConfig.to_json()
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)  # the arm's sandbox settings as its eval
     attempt: int = 1
     # Re-timing (retime.py) instead of an episode: {"result": the stored EpisodeResult JSON, "solution": its file}
     retime: dict = field(default_factory=dict)
@@ -44,17 +39,21 @@ class EpisodeRequest:
     def key(self):
         return BenchProblem.from_json(self.problem).key
 
-    def episode_config(self):
-        return EpisodeConfig(device=self.device, max_turns=self.max_turns, wall_clock_s=self.wall_clock_s,
-                             context_tokens=self.context_tokens, response_tokens=self.response_tokens,
-                             eval=EvalConfig.from_json(self.eval))
-
     def to_json(self):
-        return asdict(self)
+        return {**asdict(self), "episode": self.episode.to_json()}
 
     @classmethod
     def from_json(cls, data):
-        return cls(**data)
+        return cls(**{**data, "episode": EpisodeConfig.from_json(data["episode"])})
+
+
+def episodes_of(spec):
+    """{arm: agent.loop.EpisodeConfig} of an evaluation's SPEC (run.json): its episode budget, each arm's sandbox
+    settings."""
+    return {arm: EpisodeConfig(device=spec["device"], max_turns=spec["max_turns"], wall_clock_s=spec["wall_clock_s"],
+                               context_tokens=spec["context_tokens"], response_tokens=spec["response_tokens"],
+                               eval=EvalConfig.from_json(settings))
+            for arm, settings in spec["arms"].items()}
 
 
 class EvaluationAborted(Exception):
@@ -86,7 +85,7 @@ def run_episode(request):
         try:
             policy = _policy(req.policy, req.policy_options)
             result.model = policy.model
-            trajectory = Episode(path, policy, os.path.join(tmp, "workspace"), req.episode_config()).run()
+            trajectory = Episode(path, policy, os.path.join(tmp, "workspace"), req.episode).run()
         except PolicyUnavailable as exc:
             raise EvaluationAborted(f"the {req.policy} policy is unavailable: {exc}") from None
         except (PolicyError, SandboxError) as exc:

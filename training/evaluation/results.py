@@ -1,9 +1,9 @@
 """One episode's result record, and DIR/results.jsonl: appended as each episode finishes, read back on resume."""
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from sandbox.jsonl import append_jsonl, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -60,33 +60,16 @@ class ResultsFile:
         self.path = Path(path)
 
     def append(self, result):
-        line = json.dumps(result.to_json(), sort_keys=True) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_jsonl(self.path, result.to_json())
 
     def read(self):
         """{(arm, key): EpisodeResult}, the latest of each."""
         latest = {}
-        if not self.path.exists():
-            return latest
-        text = self.path.read_text(encoding="utf-8")
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for number, data in enumerate(read_jsonl(self.path, skip_bad=True), 1):
             try:
-                result = EpisodeResult.from_json(json.loads(line))
-            except (json.JSONDecodeError, TypeError) as exc:
-                log.warning("%s:%d: skipped an unreadable line (%s); that problem runs again on --resume",
-                            self.path, number, exc)
+                result = EpisodeResult.from_json(data)
+            except TypeError as exc:
+                log.warning("%s: skipped record %d (%s); that problem runs again on --resume", self.path, number, exc)
                 continue
             latest[(result.arm, result.key)] = result
-        if text and not text.endswith("\n"):
-            # A cut line must not glue itself to the next append.
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write("\n")
         return latest

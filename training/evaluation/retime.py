@@ -10,12 +10,11 @@ import os
 import tempfile
 from datetime import datetime, timezone
 
-from sandbox.config import EvalConfig
 from sandbox.reward import schedule_of
 from sandbox.workers.reference import BASELINE_PROTOCOL
 
 from training.evaluation import archive, runner
-from training.evaluation.jobs import EpisodeRequest
+from training.evaluation.jobs import EpisodeRequest, episodes_of
 from training.evaluation.problems import BenchProblem
 from training.evaluation.results import EpisodeResult
 
@@ -76,7 +75,7 @@ def retime_job(request):
                 solution = os.path.join(tmp, "workspace")
                 write_files(solution, files)
             problem = BenchProblem.from_json(req.problem).write(tmp)
-            result.verdict = sandbox.evaluate(problem, solution, EvalConfig.from_json(req.eval)).to_json()
+            result.verdict = sandbox.evaluate(problem, solution, req.episode.eval).to_json()
     except Exception as exc:  # noqa: BLE001
         result.extra = {**result.extra, "retime_error": f"{type(exc).__name__}: {exc}"}
         return {"result": result.to_json(), "trajectory": None}
@@ -91,15 +90,15 @@ def retime_job(request):
 def retime(folder, problems, work, workers=1, note=print):
     """Re-time FOLDER's stale results (PROBLEMS: {key: BenchProblem}) with WORK (a runner.Runner);
     returns (requests run, skipped)."""
-    arms, requests, skipped = folder.spec["arms"], [], 0
+    episodes, requests, skipped = episodes_of(folder.spec), [], 0
     for result, solution in stale(folder):
         problem = problems.get(result.key)
-        if problem is None or problem.sha256 != result.problem_sha256 or result.arm not in arms:
+        if problem is None or problem.sha256 != result.problem_sha256 or result.arm not in episodes:
             note(f"{result.arm}/{result.key}: its problem is not in --problems as it was evaluated; not re-timed")
             skipped += 1
             continue
         requests.append(EpisodeRequest(arm=result.arm, problem=problem.to_json(), policy=result.policy,
-                                       device=arms[result.arm]["device"], eval=arms[result.arm],
+                                       episode=episodes[result.arm],
                                        retime={"result": result.to_json(), "solution": str(solution)}))
     runner.run_local(requests, work, workers, job=retime_job)
     return len(requests) - work.not_started, skipped

@@ -30,12 +30,13 @@ LIVENESS_EVERY_S = 5.0
 NO_WORKER_NOTE_EVERY_S = 60.0
 
 
-def pending_requests(folder, problems, arms, template, rerun=False):
+def pending_requests(folder, problems, episodes, policy, policy_options, rerun=False):
     """(requests for every (arm, problem) without a finished result of the same problem code, finished count);
-    RERUN: every (arm, problem) again, stored results or not (the newest result of each is the one reported)."""
+    EPISODES: {arm: agent.loop.EpisodeConfig}. RERUN: every (arm, problem) again, stored results or not (the newest
+    result of each is the one reported)."""
     finished = {} if rerun else folder.finished()
     requests, done = [], 0
-    for arm, eval_json in arms.items():
+    for arm, episode in episodes.items():
         for problem in problems:
             old = finished.get((arm, problem.key))
             if old is not None and old.problem_sha256 == problem.sha256:
@@ -43,7 +44,8 @@ def pending_requests(folder, problems, arms, template, rerun=False):
                 continue
             if old is not None:
                 log.warning("%s/%s changed since its result was stored: it runs again", arm, problem.key)
-            requests.append(EpisodeRequest(arm=arm, problem=problem.to_json(), eval=eval_json, **template))
+            requests.append(EpisodeRequest(arm=arm, problem=problem.to_json(), policy=policy,
+                                           policy_options=policy_options, episode=episode))
     return requests, done
 
 

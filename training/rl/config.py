@@ -4,6 +4,8 @@ import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from agent.loop import EpisodeConfig
+
 
 class ConfigError(ValueError):
     """The run configuration is invalid; the message names the key and what is allowed."""
@@ -40,14 +42,22 @@ class TasksConfig:
 
 
 @dataclass
-class EpisodeConfig:
-    device: str = "cpu"  # where kernels run: cpu (C++) or cuda
-    max_turns: int = 4
-    context_tokens: int = 16384
-    response_tokens: int = 256
+class RunEpisodeConfig(EpisodeConfig):
+    """The run's `episode` section: agent.loop's EpisodeConfig (the one episode record: device, turns, context,
+    the sandbox's settings as `eval`), plus the temperature the actor samples its answers at."""
     temperature: float = 1.0
-    bash_timeout_s: float = 60.0
-    eval: dict = field(default_factory=dict)  # sandbox EvalConfig overrides (time_budget_s, compiled_baseline, ...)
+
+    def episode(self, **changes):
+        """The agent's EpisodeConfig of this section, with CHANGES: what episodes and rollout jobs take."""
+        data = {**self.to_json(), **changes}
+        data.pop("temperature")
+        return EpisodeConfig.from_json(data)
+
+
+# A run's episodes by default: the toy model's small budgets on the CPU target (the record's own defaults suit a
+# served LLM on a GPU).
+RUN_EPISODE = {"device": "cpu", "max_turns": 4, "context_tokens": 16384, "response_tokens": 256,
+               "bash_timeout_s": 60.0}
 
 
 @dataclass
@@ -147,7 +157,7 @@ class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     critic: ModelConfig | None = None  # default: a copy of the actor's base (a separate model)
     tasks: TasksConfig = field(default_factory=TasksConfig)
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    episode: RunEpisodeConfig = field(default_factory=lambda: RunEpisodeConfig(**RUN_EPISODE))
     rollouts: RolloutsConfig = field(default_factory=RolloutsConfig)
     single_turn: SingleTurnConfig = field(default_factory=SingleTurnConfig)
     rft: RFTConfig = field(default_factory=RFTConfig)
@@ -155,7 +165,7 @@ class RunConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
 
     def to_json(self):
-        return asdict(self)
+        return {**asdict(self), "episode": self.episode.to_json()}
 
     @classmethod
     def from_json(cls, data):
@@ -224,10 +234,30 @@ def _build(cls, data, where):
         kind = hints[name]
         nested = next((t for t in typing.get_args(kind) or (kind,) if dataclasses.is_dataclass(t)), None)
         if nested is not None and value is not None:
-            values[name] = _build(nested, value, f"{where}{name}.")
+            values[name] = _build(nested, _section(known[name], nested, value, data, cls), f"{where}{name}.")
         else:
             values[name] = _check(value, kind, where + name)
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ConfigError:
+        raise
+    except ValueError as exc:  # the record's own checks (an EvalConfig's ranges, an episode's one device)
+        raise ConfigError(f"{where.rstrip('.') or 'the config'}: {exc}") from None
+
+
+def _section(spec, kind, value, parent, parent_cls):
+    """A nested section's VALUE completed from what it inherits: the keys it leaves out from the field's default
+    record (the run's episode defaults are not the agent's), and the device from the section that holds it (the
+    sandbox's settings run on the episode's device)."""
+    if not isinstance(value, dict):
+        return value
+    if spec.default_factory is not dataclasses.MISSING:
+        default = spec.default_factory()
+        value = {**(default.to_json() if hasattr(default, "to_json") else asdict(default)), **value}
+    names = {f.name for f in dataclasses.fields(kind)}
+    if "device" in names and "device" not in value and "device" in {f.name for f in dataclasses.fields(parent_cls)}:
+        value = {**value, "device": parent.get("device", getattr(parent_cls, "device"))}
+    return value
 
 
 def _check(value, kind, key):

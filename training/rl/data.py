@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.trajectory import Trajectory
+from sandbox.jsonl import write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,8 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     trajectories = {t.name: stored(out, t) for t in tasks}
     done = sum(t is not None for t in trajectories.values())
     kept = split(tasks, trajectories, threshold, held_out, config.seed)
-    _write_jsonl(out / "tasks.jsonl", [t.to_json() for t in tasks])
-    _write_jsonl(out / "trajectories.jsonl", [t.to_json() for t in kept])
+    write_jsonl(out / "tasks.jsonl", [t.to_json() for t in tasks])
+    write_jsonl(out / "trajectories.jsonl", [t.to_json() for t in kept])
     rewards = [t.teacher_reward for t in tasks if t.teacher_reward is not None]
     summary = {"rows": len(rows), "duplicates": duplicates, "tasks": len(tasks), "episodes": done,
                "episodes_left": len(tasks) - done, "failed_to_run": len(failures), "threshold": threshold,
@@ -166,12 +167,6 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
                "complete": done == len(tasks)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
-
-
-def _write_jsonl(path, rows):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    tmp.rename(path)
 
 
 # -- the command ------------------------------------------------------------------------------------------------

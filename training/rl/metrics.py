@@ -1,10 +1,11 @@
 """What a run logs every step, to RUN/metrics.jsonl and TensorBoard event files under RUN/tensorboard/, and the
 guards that stop (or warn) on the signs of collapse PPO shows on this task: an entropy surge, exploding ratios."""
-import json
 import logging
 import math
 import time
 from pathlib import Path
+
+from sandbox.jsonl import append_jsonl, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,7 @@ class Metrics:
     def log(self, step, values):
         record = {"stage": self.stage, "step": step, "time": round(time.time(), 3)}
         record.update({k: _plain(v) for k, v in values.items()})
-        with self.path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
+        append_jsonl(self.path, record)
         if self.writer is not None:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("step", "time") \
@@ -133,10 +133,7 @@ def _plain(value):
 
 def read(run_dir, stage=None):
     """The records of RUN_DIR/metrics.jsonl (of STAGE only, when given)."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_jsonl(Path(run_dir) / "metrics.jsonl")
     return [r for r in records if stage is None or r["stage"] == stage]
 
 

@@ -6,12 +6,12 @@ reward clears a threshold, then supervised fine-tuning of the actor with the los
 The episodes are collected once and stored in RUN/rft/trajectories.jsonl, so a resumed stage trains on the same
 data; value pre-training reuses them.
 """
-import json
 from pathlib import Path
 
 import torch
 
 from agent.trajectory import Trajectory
+from sandbox.jsonl import read_jsonl, write_jsonl
 from training.rl import tokens
 from training.rl.distributed import batch_count, gather, minibatches
 from training.rl.gae import masked_mean
@@ -44,10 +44,7 @@ def trajectories_file(run):
 
 
 def load_trajectories(path):
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return [Trajectory.from_json(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    return [Trajectory.from_json(row) for row in read_jsonl(path)]
 
 
 def collect(run, actor=None):
@@ -66,10 +63,7 @@ def collect(run, actor=None):
     trajectories = rollouts.collect(run.train_tasks(cfg.episodes, 0), "actor" if cfg.source == "policy"
                                     else "heuristic", run.episodes_dir("rft", 0))
     rollouts.stop_server()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(t.to_json()) + "\n" for t in trajectories))
-    tmp.rename(path)
+    write_jsonl(path, [t.to_json() for t in trajectories])
     return trajectories
 
 

@@ -23,7 +23,7 @@ from agent.policies import PolicyError, make_policy
 from agent.policies.base import template_messages
 from agent.policies.transformers_policy import TransformersPolicy
 from agent.trajectory import Trajectory
-from sandbox import EvalConfig, SandboxError
+from sandbox import SandboxError
 from training.rl.config import refuse_stale
 from training.rl.generation import BatchedGenerator, GenerationError
 from training.rl.reload import reload_vllm
@@ -98,17 +98,13 @@ def episode_config(config, who="actor"):
     """agent.loop's EpisodeConfig from the run's `episode` section, for WHO acts: the heuristic's episodes (the
     RFT data) get rft.heuristic_max_turns when that is more, since it needs about six turns to submit."""
     e = config.episode
-    max_turns = max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns
-    return EpisodeConfig(device=e.device, max_turns=max_turns, context_tokens=e.context_tokens,
-                         response_tokens=e.response_tokens, bash_timeout_s=e.bash_timeout_s,
-                         eval=EvalConfig(device=e.device, **e.eval))
+    return e.episode(max_turns=max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns)
 
 
 def run_episode(problem, out, policy, options, episode):
     """One episode as a plain function (the RQ job): PROBLEM's file, OUT its folder, POLICY and OPTIONS as
     make_policy takes them, EPISODE an agent.loop.EpisodeConfig as JSON. Returns the trajectory as JSON."""
-    eval_config = EvalConfig(**episode.pop("eval"))
-    config = EpisodeConfig(**episode, eval=eval_config)
+    config = EpisodeConfig.from_json(episode)
     agent = make_policy(policy, **options)
     try:
         trajectory = Episode(problem, agent, Path(out) / "workspace", config).run()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from sandbox import EvalConfig, SandboxError, evaluate
+from sandbox import SandboxError, evaluate
 from training.rl.generation import BatchedGenerator
 from training.rl.metrics import Guards, Metrics, step_stats
 from training.rl.ppo import update
@@ -60,7 +60,6 @@ def train(run):
     guards = Guards(ppo.guards, state.get("first_entropy"))
     metrics = Metrics(run.dir, "single_turn")
     e = run.config.episode
-    eval_config = EvalConfig(device=e.device, **e.eval)
     r = run.config.rollouts
     generator = BatchedGenerator(acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens)
     policy = LivePolicy(generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens,
@@ -73,7 +72,7 @@ def train(run):
         folder = Path(run.episodes_dir("single_turn", step))
         with ThreadPoolExecutor(run.config.rollouts.workers) as pool:
             verdicts = list(pool.map(lambda i: score(tasks[i], generations[i].text, folder / f"{i:03d}-{tasks[i].name}",
-                                                     eval_config), range(len(tasks))))
+                                                     e.eval), range(len(tasks))))
         samples = [Sample(g.prompt_token_ids + g.response_token_ids, [0] * len(g.prompt_token_ids) +
                           [1] * len(g.response_token_ids), [0.0] * len(g.prompt_token_ids) + g.response_logprobs,
                           [0.0] * (len(g.prompt_token_ids) + len(g.response_token_ids) - 1) + [float(v["reward"])])

@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.jsonl import JsonlError, iter_jsonl
+from sandbox.problems_file import ProblemsError, checked
+
 
 class TaskError(ValueError):
     """The task source is missing, malformed or empty; the message says what to fix."""
@@ -23,25 +26,26 @@ class Task:
 
 
 def read_rows(source):
+    """The rows of SOURCE: a folder of .py files, or a JSONL whose rows are KernelBench problems (checked as the
+    one problems.jsonl reader checks them), synthesized tasks or a data build's tasks."""
     path = Path(source)
     if path.is_dir():
         return [{"name": p.stem, "code": p.read_text()} for p in sorted(path.glob("*.py"))]
     if not path.is_file():
         raise TaskError(f"tasks.source {path} does not exist: give a JSONL of problems or a folder of .py files")
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskError(f"{path}:{number} is not JSON ({exc.msg})") from None
-        if isinstance(row, dict) and "code" not in row and isinstance(row.get("source"), str):
-            row = {**row, "code": row["source"]}  # a synthesized task (training/synthesis/dataset.py: TaskRecord)
-        if not isinstance(row, dict) or not isinstance(row.get("code"), str) or not row.get("name"):
-            raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\" (or a synthesized "
-                            f"task's \"source\")")
-        rows.append(row)
+    try:
+        for number, row in iter_jsonl(path, appending=False):
+            if isinstance(row, dict) and "problem_id" in row:  # a problems.jsonl row (level, problem_id, name, code)
+                checked(row, f"{path}:{number}")
+            if isinstance(row, dict) and "code" not in row and isinstance(row.get("source"), str):
+                row = {**row, "code": row["source"]}  # a synthesized task (training/synthesis/dataset.py: TaskRecord)
+            if not isinstance(row, dict) or not isinstance(row.get("code"), str) or not row.get("name"):
+                raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\" (or a synthesized "
+                                f"task's \"source\")")
+            rows.append(row)
+    except (JsonlError, ProblemsError) as exc:
+        raise TaskError(str(exc)) from None
     return rows
 
 

@@ -5,11 +5,10 @@ redundant searches instead of adding noise to them.
 
     python -m training train CONFIG.yaml --stage value
 """
-import json
-
 import torch
 
 from agent.trajectory import Trajectory
+from sandbox.jsonl import write_jsonl
 from training.rl import rft
 from training.rl.distributed import batch_count, mean, minibatches
 from training.rl.gae import explained_variance, gae, masked_mean
@@ -64,8 +63,7 @@ def collect(run):
         rollouts.sync(run.actor("value"), run.accelerator)
         trajectories += rollouts.collect(run.train_tasks(run.config.value.episodes, 1), "actor",
                                          run.episodes_dir("value", 0))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(t.to_json()) + "\n" for t in trajectories))
+    write_jsonl(path, [t.to_json() for t in trajectories])
     return [Trajectory.from_json(t.to_json()) for t in trajectories]
 
 

@@ -7,11 +7,12 @@ OUT.summary.json. Lines are appended and flushed one at a time; a line cut by a 
 """
 import json
 import math
-import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from sandbox.jsonl import read_jsonl
 
 SCHEMA_VERSION = 1
 # Eager-time bins of the summary's histogram (ms, log-spaced): 0.01 ms .. 10 s.
@@ -130,41 +131,6 @@ def paths(out):
     out = Path(out)
     return {"tasks": out, "attempts": out.with_name(out.name + ".attempts.jsonl"),
             "run": out.with_name(out.name + ".run.json"), "summary": out.with_name(out.name + ".summary.json")}
-
-
-def read_jsonl(path):
-    """The records of PATH. A last line without its newline (a crash mid-write) is completed when it is whole
-    JSON and cut off otherwise; any other bad line is an error that names it."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    raw = path.read_bytes()
-    body, _, tail = raw.rpartition(b"\n") if not raw.endswith(b"\n") else (raw, b"", b"")
-    if tail:
-        try:
-            json.loads(tail)
-            with open(path, "ab") as fh:
-                fh.write(b"\n")
-            body = raw + b"\n"
-        except ValueError:
-            with open(path, "r+b") as fh:
-                fh.truncate(len(body) + (1 if body else 0))
-            body = raw[:len(body) + 1] if body else b""
-    rows = []
-    for number, line in enumerate(body.split(b"\n"), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                raise DatasetError(f"{path}:{number} is not JSON; fix or remove that line and run again") from None
-    return rows
-
-
-def append_jsonl(path, row):
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def read_tasks(path):

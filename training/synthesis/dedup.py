@@ -12,7 +12,7 @@ import logging
 import os
 from pathlib import Path
 
-from sandbox import settings
+from sandbox import problems_file, settings
 
 log = logging.getLogger(__name__)
 
@@ -137,42 +137,32 @@ def fingerprint(source, namespace_name="ks_fingerprint"):
 
 # -- KernelBench ---------------------------------------------------------------------------------------------
 
-def default_kernelbench_path():
-    """KS_KERNELBENCH_PROBLEMS, else the shared checkout beside this repository (../shared/kernelbench/problems.jsonl)."""
-    env = os.environ.get("KS_KERNELBENCH_PROBLEMS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl"
-
-
 def kernelbench_index(path=None):
-    """{fingerprint: 'level N/name'} of every KernelBench problem in PATH (JSONL), cached by content and torch.
+    """{fingerprint: 'level N/name'} of every KernelBench problem in PATH (default: sandbox.problems_file.locate()),
+    cached by content and torch.
 
-    An empty dict when PATH does not exist (the leakage check then says so in the run's summary).
+    An empty dict when there is no such file (the leakage check then says so in the run's summary).
     """
     import torch
-    path = Path(path) if path else default_kernelbench_path()
-    if not path.is_file():
-        log.warning("no KernelBench problems at %s: the leakage check has nothing to compare with", path)
+    path = Path(path) if path else problems_file.locate()
+    if path is None or not path.is_file():
+        log.warning("no KernelBench problems at %s: the leakage check has nothing to compare with",
+                    path or " or ".join(str(p) for p in problems_file.SOURCES))
         return {}
-    raw = path.read_bytes()
     here = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
-    key = hashlib.sha256(raw + torch.__version__.encode() + here.encode()).hexdigest()[:24]
+    key = hashlib.sha256(path.read_bytes() + torch.__version__.encode() + here.encode()).hexdigest()[:24]
     cache = settings.cache_dir() / "synthesis" / f"kernelbench-{key}.json"
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):
         pass
     index = {}
-    for line in raw.decode().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for problem in problems_file.read_problems(path):
         try:
-            index.setdefault(fingerprint(row["code"], f"ks_kb_{row['level']}_{row['problem_id']}"),
-                             f"KernelBench level {row['level']}/{row['name']}")
+            index.setdefault(fingerprint(problem.code, f"ks_kb_{problem.level}_{problem.problem_id}"),
+                             f"KernelBench level {problem.level}/{problem.name}")
         except FingerprintError as exc:
-            log.warning("KernelBench problem %s cannot be hashed: %s", row.get("name"), exc)
+            log.warning("KernelBench problem %s cannot be hashed: %s", problem.name, exc)
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(index))

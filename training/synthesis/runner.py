@@ -9,6 +9,8 @@ import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+from sandbox.jsonl import append_jsonl, read_jsonl, repair_jsonl
+
 from training.evaluation.queues import queue_name
 from training.synthesis import dataset
 from training.synthesis.dataset import Attempt, DatasetError, RunConfig
@@ -48,8 +50,10 @@ class Run:
                                       indent=2))
             os.replace(tmp, self.files["run"])
         self.config = config
+        for kind in ("tasks", "attempts"):  # a line cut by a crash must not glue itself to the next append
+            repair_jsonl(self.files[kind])
         self.tasks = dataset.read_tasks(self.files["tasks"])
-        self.attempts = [Attempt.from_json(row) for row in dataset.read_jsonl(self.files["attempts"])]
+        self.attempts = [Attempt.from_json(row) for row in read_jsonl(self.files["attempts"])]
         # A kept task whose attempt line was lost in a crash is still kept: the tasks file is the truth.
         logged = {a.index for a in self.attempts if a.kept}
         for task in self.tasks:
@@ -79,11 +83,11 @@ class Run:
 
     def record(self, attempt):
         if attempt.kept and attempt.task:
-            dataset.append_jsonl(self.files["tasks"], attempt.task)
+            append_jsonl(self.files["tasks"], attempt.task)
             self.tasks.append(dataset.TaskRecord.from_json(attempt.task))
         row = attempt.to_json()
         row["task"] = None  # the source lives in the tasks file once
-        dataset.append_jsonl(self.files["attempts"], row)
+        append_jsonl(self.files["attempts"], row)
         self.attempts.append(attempt)
 
     def write_summary(self, wall_s=None):
