@@ -11,7 +11,8 @@ import pytest
 
 from training.synthesis.compose import Input, instantiate, render
 from training.synthesis.dedup import fingerprint
-from training.synthesis.seeds import CLASSES, PROBE_SHAPES, Seed, catalogue
+from training.synthesis.seed import CLASSES, PROBE_SHAPES, Seed
+from training.synthesis.seeds import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 

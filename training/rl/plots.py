@@ -1,6 +1,7 @@
 """PNG plots of a run's stability and learning curves from RUN/metrics.jsonl: importance ratios, entropy, KL and
 clip fraction, rewards, correct rate and well-formed turns, value loss and explained variance, and the fine-tuning
 stages' loss (`python -m training.rl.plots RUN`)."""
+import argparse
 import sys
 from pathlib import Path
 
@@ -81,6 +82,23 @@ def learning_curve(run_dir, plt):
     return path
 
 
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m training.rl.plots", description=__doc__)
+    parser.add_argument("run", help="a run folder (the run_dir of `python -m training train`, holding metrics.jsonl)")
+    args = parser.parse_args(argv)
+    metrics = Path(args.run) / "metrics.jsonl"
+    if not metrics.is_file():
+        print(f"error: {metrics} does not exist: give the run_dir of a training run", file=sys.stderr)
+        return 2
+    written = plot(args.run)
+    if not written:
+        print("error: nothing plotted: matplotlib is not installed, or the run has no records to plot yet",
+              file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
+
+
 if __name__ == "__main__":
-    for written in plot(sys.argv[1]):
-        print(written)
+    sys.exit(main())

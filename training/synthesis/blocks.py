@@ -8,7 +8,7 @@ import logging
 import re
 import textwrap
 
-from training.synthesis.seeds import Seed
+from training.synthesis.seed import Seed
 
 log = logging.getLogger(__name__)
 

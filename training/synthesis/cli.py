@@ -14,7 +14,7 @@ import sys
 from training.synthesis.compose import PROFILES
 from training.synthesis.dataset import DatasetError, RunConfig
 from training.synthesis.filters import DEFAULT_WINDOWS, FILTERS
-from training.synthesis.seeds import CLASSES
+from training.synthesis.seed import CLASSES
 
 
 def add_arguments(parser):

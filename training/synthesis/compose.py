@@ -10,7 +10,7 @@ import textwrap
 import warnings
 from dataclasses import asdict, dataclass, field
 
-from training.synthesis.seeds import DOMAINS, LAYOUTS
+from training.synthesis.seed import DOMAINS, LAYOUTS
 
 
 @dataclass(frozen=True)

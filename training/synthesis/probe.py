@@ -6,7 +6,6 @@ Messages: start -> checked (validation, triviality facts, fingerprint); eager ->
 compile -> compiled (traced, ran, agreed with eager); time_compiled -> compiled_timing; exit.
 """
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -14,12 +13,12 @@ import torch
 
 from sandbox.config import EvalConfig
 from sandbox.correctness import compare
-from sandbox.problem import import_file, make_inputs, tensors_of
+from sandbox.problem import make_inputs, tensors_of
 from sandbox.profiling import kernel_table
-from sandbox.protocol import Channel
 from sandbox.timing import measure
-from sandbox.workers.common import error_text, setup_device, synchronize
-from sandbox.workers.reference import timing_sets, validate
+from sandbox.worker_start import ProblemRejected, open_problem, worker_main
+from sandbox.workers.common import error_text, synchronize
+from sandbox.workers.reference import timing_sets
 
 
 def facts_of(module, model, spec, device, seeds):
@@ -47,19 +46,14 @@ def facts_of(module, model, spec, device, seeds):
     }
 
 
-def main(read_fd, write_fd):
-    channel = Channel(read_fd, write_fd)
+def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
     try:
-        setup_device(device)
-        module = import_file(start["problem"], "ks_problem")
-        model, spec = validate(module, device, start["init_seed"], start["validation_seed"])
-    except Exception as exc:  # noqa: BLE001 -- every failure is a filter's reason
-        reason = (str(exc) if isinstance(exc, ValueError)
-                  else f"importing the problem failed: {type(exc).__name__}: {exc}")
-        which = "deterministic" if "not deterministic" in reason else "runs"
-        channel.send("checked", ok=False, filter=which, reason=reason[:2000], log=error_text(exc))
+        module, model, spec = open_problem(start)
+    except ProblemRejected as exc:  # every failure is a filter's reason
+        which = "deterministic" if "not deterministic" in exc.reason else "runs"
+        channel.send("checked", ok=False, filter=which, reason=exc.reason[:2000], log=exc.log)
         return
     try:
         facts = facts_of(module, model, spec, device, start["fact_seeds"])
@@ -112,4 +106,4 @@ def main(read_fd, write_fd):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    worker_main(serve, "training.synthesis.probe", __doc__.split("\n\n")[0])

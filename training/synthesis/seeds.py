@@ -12,26 +12,14 @@ import logging
 import os
 import re
 import warnings
-from dataclasses import asdict, dataclass
 
 from sandbox import settings
+from training.synthesis.blocks import transformers_seeds
+from training.synthesis.compose import instantiate, probe_step
+from training.synthesis.seed import DOMAINS, DTYPES, PROBE_SHAPES, Seed
 
 log = logging.getLogger(__name__)
 CATALOGUE_VERSION = 1
-
-# Rank of the running tensor without its batch dimension -> the layout the composer tracks.
-LAYOUTS = {-1: "scalar", 0: "vector", 1: "features", 2: "sequence", 3: "image", 4: "volume"}
-# Shapes the crawl probes with (batch first); sizes differ from each other so a seed that only "works"
-# by mistaking one dimension for another is caught.
-PROBE_SHAPES = {"features": (2, 12), "sequence": (2, 6, 12), "image": (2, 4, 6, 6), "volume": (2, 4, 4, 6, 6)}
-# Input domains, narrowest last: a seed accepts a running tensor whose range lies inside its domain.
-DOMAINS = ("real", "positive", "prob")
-DTYPES = ("float32", "bfloat16", "float16")
-
-# Operator classes the catalogue and the dataset summary use.
-CLASSES = ("activation", "elementwise", "binary", "reduction", "scan", "softmax", "normalization", "convolution",
-           "linear", "pooling", "layout", "padding", "upsampling", "loss", "recurrent", "attention", "mlp",
-           "rotary", "moe")
 
 # Names whose single-tensor call is a view, a copy, a constant, a random draw or a side effect: not operators
 # a kernel would compute.
@@ -55,47 +43,6 @@ _SKIP_NAME = re.compile(
 )
 
 
-@dataclass
-class Seed:
-    """One operator the composer may stack: templates over `x`, and what the crawl learned about it.
-
-    Variables in templates: $p (a unique attribute prefix), $y (a second operand: a parameter or an extra
-    input), $C (channels: the first non-batch dim), $D (the last dim), $L (the second-last dim), $N (a new
-    feature size), $NC (a new channel count), $G (groups dividing $C), $NH / $KV / $HD (heads, key-value heads
-    and head size for $D).
-    """
-    name: str
-    op_class: str
-    origin: str  # torch | torch.nn.functional | torch.nn | transformers | blocks
-    forward: str
-    init: str = ""
-    helper: str = ""  # module-level code (a class or function) the templates use
-    layouts: tuple = ("features", "sequence", "image", "volume")
-    domain: str = "real"
-    out_range: str = "real"
-    dtypes: tuple = ("float32",)
-    operand: str = ""  # "", "broadcast" (a parameter or input broadcast over x) or "full" (an input like x)
-    terminal: bool = False  # its output (a scalar) ends a chain
-    stochastic: bool = False
-
-    def to_json(self):
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data):
-        data = dict(data)
-        for key in ("layouts", "dtypes"):
-            data[key] = tuple(data[key])
-        return cls(**data)
-
-    def describe(self):
-        """The catalogue entry a person reads: class, how it is built, valid input shapes and dtypes."""
-        return {"name": self.name, "class": self.op_class, "origin": self.origin,
-                "build": "\n".join(line for line in (self.init, self.forward) if line),
-                "inputs": {layout: list(PROBE_SHAPES[layout]) for layout in self.layouts if layout in PROBE_SHAPES},
-                "domain": self.domain, "dtypes": list(self.dtypes), "stochastic": self.stochastic}
-
-
 class CatalogueError(Exception):
     """The seed catalogue could not be built; the message says what is missing."""
 
@@ -115,7 +62,6 @@ def _run_template(seed, shape, domain, dtype="float32", forward_seed=None):
     """Build SEED for SHAPE with the composer's own machinery and run it on the CPU: (output, model, inputs)."""
     import random
 
-    from training.synthesis.compose import instantiate, probe_step
     step = instantiate(seed, shape, random.Random(0), "tiny", prefix="s0", operand_name="y1")
     return probe_step(step, shape, domain, dtype, 0, forward_seed)
 
@@ -379,7 +325,6 @@ def crawl():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(0)
-        from training.synthesis.blocks import transformers_seeds
         seeds = _function_seeds() + _module_seeds() + _layout_seeds() + transformers_seeds(_probe_operator)
     unique = {}
     for seed in seeds:
@@ -395,7 +340,7 @@ def _cache_path():
     except ImportError:
         tf_version = "none"
     here = hashlib.sha256(b"".join(open(os.path.join(os.path.dirname(__file__), name), "rb").read()
-                                   for name in ("seeds.py", "blocks.py", "compose.py"))).hexdigest()[:12]
+                                   for name in ("seed.py", "seeds.py", "blocks.py", "compose.py"))).hexdigest()[:12]
     key = f"v{CATALOGUE_VERSION}-torch{torch.__version__}-tf{tf_version}-{here}"
     return settings.cache_dir() / "synthesis" / f"seeds-{key}.json"
 
