@@ -55,3 +55,17 @@ def test_a_re_timing_out_of_gpu_memory_runs_again_alone_though_its_stored_verdic
     assert runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": oom}}})
     assert not runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": "SyntaxError: x"}}})
     assert not runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retimed": {"protocol": 2}}}})
+
+
+def test_each_request_carries_one_episode_record_with_its_arm_settings_on_the_evaluation_device(tmp_path):
+    from training.evaluation.jobs import episodes_of
+    spec = {"device": "cpu", "max_turns": 5, "wall_clock_s": None, "context_tokens": 8192, "response_tokens": 64,
+            "arms": {"strict": {"device": "cpu", "strict": True}, "relaxed": {"device": "cpu", "strict": False}}}
+    folder = EvalFolder(tmp_path / "out").open({"policy": "heuristic"}, resume=False)
+    problem = BenchProblem(level=1, problem_id=1, name="1_Copy", code=PROBLEM)
+    pending, done = runner.pending_requests(folder, [problem], episodes_of(spec), "heuristic", {})
+    assert done == 0 and sorted(r.arm for r in pending) == ["relaxed", "strict"]
+    for request in pending:
+        again = EpisodeRequest.from_json(json.loads(json.dumps(request.to_json())))
+        assert again == request and again.episode.max_turns == 5 and again.episode.eval.device == "cpu"
+        assert again.episode.eval.strict == (request.arm == "strict")
