@@ -51,9 +51,20 @@ def analyze(path):
     captures (the DAG planner's, under "aten"); ok when either was captured, else the constructs that stopped both."""
     module = import_file(path, "ks_problem")
     with torch.device("meta"):
-        model = module.Model(*module.get_init_inputs())
         inputs = module.get_inputs()
-    aten = capture(model, inputs)
+        try:
+            model = module.Model(*module.get_init_inputs())
+        except RuntimeError as exc:
+            if "meta" not in str(exc):
+                raise
+            model = None  # its constructor reads a value (Tensor.item()): built for real, then moved to meta
+    if model is None:
+        model = module.Model(*module.get_init_inputs()).to("meta")
+
+    def build_fake(mode):
+        with mode:
+            return module.Model(*module.get_init_inputs()), module.get_inputs()
+    aten = capture(model, inputs, build_fake)
     try:
         result = _fx_analysis(model, inputs)
     except Exception as exc:  # noqa: BLE001 -- reported to the policy as the reason it cannot plan

@@ -4,8 +4,6 @@ The graph is decomposed to core ATen plus the decompositions of the norms and so
 reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family.
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
-import contextlib
-
 import torch
 
 from agent.heuristic.errors import Unsupported
@@ -120,22 +118,30 @@ def _graph_json(program, inputs):
     return {"nodes": nodes, "outputs": outputs, "scalars": scalars}
 
 
-def capture(model, inputs):
+def capture(model, inputs, build_fake=None):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
-    every capture}."""
+    every capture}. BUILD_FAKE(mode), when given, builds (model, inputs) again under a FakeTensorMode: CPU tensors that
+    hold no memory, so constants made in forward keep their values and meet the model on its own device."""
     recurrent = [type(m).__name__ for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
     if recurrent:
         # export unrolls every step of every layer into the graph: minutes of tracing for a long sequence
         return {"ok": False, "reason": f"recurrent layer nn.{recurrent[0]}: the heuristic has no RNN family yet"}
     reasons = []
-    # Without a default device first (a constant made in forward keeps its value), then with meta as the default (a
-    # tensor made in forward, torch.ones(t, t), then meets the meta model), then through dynamo.
-    attempts = (("torch.export", False, False), ("torch.export (tensors made in forward on meta)", False, True),
-                ("torch.export (dynamo, strict)", True, False))
-    for how, strict, on_meta in attempts:
+    attempts = [("torch.export", False, "fake"), ("torch.export (meta)", False, "meta"),
+                ("torch.export (dynamo, strict)", True, "meta")]
+    for how, strict, where in attempts:
         try:
-            with torch.device("meta") if on_meta else contextlib.nullcontext():
-                program = torch.export.export(model, tuple(inputs), strict=strict)
+            if where == "fake":
+                if build_fake is None:
+                    continue
+                from torch._subclasses.fake_tensor import FakeTensorMode
+                fake_model, fake_inputs = build_fake(FakeTensorMode(allow_non_fake_inputs=True))
+                program = torch.export.export(fake_model, tuple(fake_inputs), strict=strict)
+            else:
+                # Tensors made in forward (torch.ones(t, t), a mask) land on meta like the model's own.
+                with torch.device("meta"):
+                    program = torch.export.export(model, tuple(inputs), strict=strict)
+            with torch.device("meta"):
                 program = program.run_decompositions(_decompositions())
             graph = _graph_json(program, inputs)
         except Unsupported as exc:
