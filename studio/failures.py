@@ -44,11 +44,12 @@ RULES = [
                "editor."),
     (re.compile(r"no correct solution \(submitted\)"),
      lambda m: "The agent submitted a kernel that is not correct. Retry, or fix it in the editor and evaluate it."),
-    (re.compile(r"no correct solution \(policy_error"),
-     lambda m: "The policy stopped answering mid-run, before any correct kernel. Check that its model server is up, "
-               "then retry."),
     (re.compile(r"Connection refused|Failed to establish a new connection|ConnectError|APIConnectionError", re.I),
      lambda m: "The policy's model server did not answer. Check that it is running (KS_POLICY_BASE_URL), then retry."),
+    # The policy gave up (the heuristic names the operator it cannot plan): its own words are the actionable part.
+    (re.compile(r"no correct solution \(policy_error: (.+)\)\s*$", re.S),
+     lambda m: f"The agent stopped without a correct kernel: {m.group(1).strip().rstrip('.')}. Change what it names, "
+               "or write a kernel for it in the editor."),
     (re.compile(r"(?:run|evaluation|validation) crashed: (\w+)"),
      lambda m: f"The job stopped on an internal error ({m.group(1)}). Retry; if it happens again, report it with "
                "the details."),

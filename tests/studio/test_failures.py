@@ -12,6 +12,9 @@ from studio.failures import explain
     ("its worker gpu-0.host stopped answering", "The worker running this (gpu-0.host) stopped answering"),
     ("its job is gone from the queue (was Redis restarted?)", "The queue lost this job"),
     ("no correct solution (max_turns)", "The agent found no correct kernel within its turns."),
+    ("no correct solution (policy_error: the heuristic cannot plan aten.sort.stable (sorting))",
+     "The agent stopped without a correct kernel: the heuristic cannot plan aten.sort.stable (sorting). Change what"),
+    ("no correct solution (policy_error: Connection refused)", "The policy's model server did not answer."),
     ("the run crashed: OSError: [Errno 28] No space left on device", "The job stopped on an internal error (OSError)."),
 ])
 def test_known_failures_read_as_sentences_with_the_raw_text_kept(raw, sentence):
