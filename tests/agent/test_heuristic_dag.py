@@ -321,5 +321,5 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
     assert "132 * 32" not in files["kernels/fused.cu"]
     result = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-c", str(tmp_path / "kernels" / "fused.cu"),
                              "-I", str(tmp_path / "kernels"), "-o", str(tmp_path / "fused.o")],
-                            capture_output=True, text=True, timeout=300)
+                            check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

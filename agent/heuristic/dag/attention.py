@@ -7,14 +7,14 @@ from pathlib import Path
 HEADERS = {"cpu": "ks_attention.h", "cuda": "ks_attention.cuh"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def template_text(name):
     return (Path(__file__).parent / name).read_text()
 
 
 def geometry(node, inputs):
     """(batch, lq, lk, e, ev, mask kind, mask batch stride) of an attention node over its stored inputs."""
-    q, k, v = inputs[:3]
+    q, v = inputs[0], inputs[2]
     lq, e = q.shape[-2:]
     lk, ev = v.shape[-2:]
     batch = math.prod(q.shape[:-2])

@@ -8,7 +8,8 @@ import math
 
 from agent.heuristic.dag.ir import C_TYPES, FLOATS, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
-from agent.heuristic.plan import BINARY as FLOAT_BINARY, UNARY as FLOAT_UNARY
+from agent.heuristic.plan import BINARY as FLOAT_BINARY
+from agent.heuristic.plan import UNARY as FLOAT_UNARY
 
 INTEGRAL_UNARY = {"neg": "(-({x}))", "abs": "(({x}) < 0 ? -({x}) : ({x}))", "square": "(({x}) * ({x}))",
                   "sign": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))", "sgn": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))",
@@ -335,7 +336,7 @@ class Emitter:
         return acc, t, final.format(acc=acc)
 
     def _reduce(self, scope, node, index):
-        acc, _, final = self.reduce_loop(scope, node, index)
+        _, _, final = self.reduce_loop(scope, node, index)
         return self.define(scope, node.ctype, final)
 
     def _pool(self, scope, node, index):

@@ -4,10 +4,10 @@ import math
 import re
 
 from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
-from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
+from agent.heuristic.conv import HEADERS as CONV_HEADERS
+from agent.heuristic.conv import cpp_conv
 from agent.heuristic.dag import attention, scan
 from agent.heuristic.dag.cexpr import Emitter, Scope
-from agent.heuristic.dag.ir import C_TYPES
 from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, template
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS
 from agent.heuristic.plan import Operand, Plan
@@ -54,7 +54,7 @@ class Writer:
             and node.args[0].dtype == "float32" and node.dtype == "float32" \
             and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
         if cuda_block:
-            acc, ctype, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
+            acc, _, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
             op = {"sum": "a + b", "mean": "a + b", "max": "fmaxf(a, b)", "min": "fminf(a, b)", "prod": "a * b",
                   "any": "(float)(a || b)", "all": "(float)(a && b)"}[node.attrs["op"]]
             scope.lines.append(f"{acc} = block_reduce({acc}, [](float a, float b) {{ return {op}; }});")
@@ -319,5 +319,3 @@ def workspace_files(plan, device, problem_source, block=256):
             else attention.template_text(header)
     return files
 
-
-__all__ = ["workspace_files", "C_TYPES"]

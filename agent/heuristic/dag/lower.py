@@ -170,7 +170,7 @@ class Lowering:
             x = self.arg(args[0])
             if x.kind == "scalar":
                 raise Unsupported(f"operator {name} of a number")
-            return self.view(x, (name, overload), *args[1:], **({} if not kw else {}))
+            return self.view(x, (name, overload), *args[1:])
         if name in UNARY_FLOAT:
             x = self.arg(args[0])
             return self.pointwise(name, [x], dtype)
