@@ -1,6 +1,7 @@
-"""What the heuristic policy can plan over KernelBench, per level, without a GPU: each problem is traced on meta
-tensors and planned (the policy's first two turns); the share planned, the kinds of plan, and the operators that
-stop the rest, most common first. Correctness and speed are the GPU evaluation's (`bench.kernelbench_eval`).
+"""What the heuristic policy can plan over KernelBench, per level, without a GPU: each problem is captured (torch.fx
+and torch.export, on meta or fake tensors) and planned (the policy's first two turns): by the stage planner where the
+graph is a chain, else by the DAG planner; the share planned, the kinds of plan, and the operators that stop the
+rest, most common first. Correctness and speed are the GPU evaluation's (`bench.kernelbench_eval`).
 
     python -m bench.heuristic_coverage [--problems tests/gpu/data/problems.jsonl] [--levels 1,2,3] [--top 12]
 """
@@ -31,6 +32,8 @@ def plan_of(code, folder):
         return "unsupported", str(exc)
     except Exception as exc:  # noqa: BLE001 -- a problem that does not even trace is counted, not fatal
         return "unsupported", f"{type(exc).__name__}: {exc}"
+    if plan.kind == "graph":
+        return "DAG", plan.describe
     return (f"{len(plan.tails) + 1}-stage chain" if plan.tails else plan.kind), plan.describe
 
 
