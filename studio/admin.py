@@ -5,8 +5,17 @@ from django.contrib import admin
 admin.site.site_header = "Kernel Studio admin"
 admin.site.site_title = "Kernel Studio"
 
-from studio.models import (BenchEvaluation, Evaluation, KernelVersion, Problem, Run, RunEvent,  # noqa: E402
-                           ServedCheckpoint, SynthesisRun, TrainingRun)
+from studio.models import (  # after the site's titles
+    BenchEvaluation,
+    Evaluation,
+    KernelVersion,
+    Problem,
+    Run,
+    RunEvent,
+    ServedCheckpoint,
+    SynthesisRun,
+    TrainingRun,
+)
 
 
 @admin.register(Problem)

@@ -23,7 +23,7 @@ RULES = [
      lambda m: f"The worker's process was {SIGNALS.get(int(m.group(1)) % 128, f'ended by signal {m.group(1)}')}. "
                "Retry; if it happens again, try fewer turns or a smaller problem, or ask an operator to give the "
                "workers more memory."),
-    (re.compile(r"JobTimeoutException|exceeded maximum timeout|Task exceeded", re.I),
+    (re.compile(r"JobTimeoutException|exceeded maximum timeout|Task exceeded", re.IGNORECASE),
      lambda m: "The job ran past its time limit and was stopped. Retry with fewer turns, or ask an operator to raise "
                "the limit (KS_RUN_TIMEOUT, KS_EVALUATE_TIMEOUT)."),
     (re.compile(r"its worker (\S+) stopped answering"),
@@ -44,10 +44,10 @@ RULES = [
                "editor."),
     (re.compile(r"no correct solution \(submitted\)"),
      lambda m: "The agent submitted a kernel that is not correct. Retry, or fix it in the editor and evaluate it."),
-    (re.compile(r"Connection refused|Failed to establish a new connection|ConnectError|APIConnectionError", re.I),
+    (re.compile(r"Connection refused|Failed to establish a new connection|ConnectError|APIConnectionError", re.IGNORECASE),
      lambda m: "The policy's model server did not answer. Check that it is running (KS_POLICY_BASE_URL), then retry."),
     # The policy gave up (the heuristic names the operator it cannot plan): its own words are the actionable part.
-    (re.compile(r"no correct solution \(policy_error: (.+)\)\s*$", re.S),
+    (re.compile(r"no correct solution \(policy_error: (.+)\)\s*$", re.DOTALL),
      lambda m: f"The agent stopped without a correct kernel: {m.group(1).strip().rstrip('.')}. Change what it names, "
                "or write a kernel for it in the editor."),
     (re.compile(r"(?:run|evaluation|validation) crashed: (\w+)"),

@@ -8,7 +8,7 @@ register = template.Library()
 def duration(seconds):
     if seconds is None:
         return "–"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:

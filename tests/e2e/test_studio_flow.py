@@ -214,7 +214,7 @@ def test_a_diff_between_two_versions_of_the_run(page, studio, shot):
     page.wait_for_selector(f"#version-a option[value='{kept}']", state="attached")
     page.select_option("#version-a", str(kept))
     agent = page.eval_on_selector_all("#version-b option", "os => os.map(o => o.value).filter(v => v)")
-    agent = [v for v in agent if v != str(kept)][0]
+    agent = next(v for v in agent if v != str(kept))
     page.select_option("#version-b", agent)
     page.wait_for_selector("#kernels .monaco-diff-editor")
     models = page.evaluate("() => { const m = monaco.editor.getDiffEditors()[0].getModel(); "

@@ -27,11 +27,11 @@ def a_run(owner, status="succeeded", **fields):
 
 
 def verdict(**fields):
-    base = dict(status="ok", correct=True, runtime_ms=6.5861, eager_ms=1.55, compiled_ms=1.89,
-                speedup_vs_eager=1.55 / 6.5861, speedup_vs_compiled=1.89 / 6.5861, reward=1,
-                trials=[{"ok": True}] * 5, max_abs_error=1e-6,
-                timing={"candidate": {"median_ms": 6.5861, "spread_pct": 103.0},
-                        "eager": {"median_ms": 1.55, "spread_pct": 5.0}})
+    base = {"status": "ok", "correct": True, "runtime_ms": 6.5861, "eager_ms": 1.55, "compiled_ms": 1.89,
+            "speedup_vs_eager": 1.55 / 6.5861, "speedup_vs_compiled": 1.89 / 6.5861, "reward": 1,
+            "trials": [{"ok": True}] * 5, "max_abs_error": 1e-6,
+            "timing": {"candidate": {"median_ms": 6.5861, "spread_pct": 103.0},
+                       "eager": {"median_ms": 1.55, "spread_pct": 5.0}}}
     return Verdict(**{**base, **fields}).to_json()
 
 

@@ -13,13 +13,14 @@ def timing(ms, spread):
 
 def gemm_verdict(**overrides):
     """A GEMM whose speed comes from TF32: 6x against PyTorch's default, 1.2x at matched precision."""
-    fields = dict(status="ok", correct=True, runtime_ms=0.5, eager_ms=3.0, compiled_ms=2.5,
-                  speedup_vs_eager=6.0, speedup_vs_compiled=5.0, reward=3, reward_schedule="paper",
-                  eager_tf32_ms=0.6, compiled_tf32_ms=0.55, speedup_vs_eager_tf32=1.2, speedup_vs_compiled_tf32=1.1,
-                  max_abs_error=2e-3, max_abs_error_fp64=2.1e-3, reference_abs_error_fp64=1e-6,
-                  trials=[{"trial": f"trial {i}", "ok": True, "max_abs_error": 1e-3} for i in range(5)],
-                  timing={"candidate": timing(0.5, 10.0), "eager": timing(3.0, 4.0), "compiled": timing(2.5, 6.0),
-                          "eager_tf32": timing(0.6, 2.0), "compiled_tf32": timing(0.55, 2.0)})
+    fields = {"status": "ok", "correct": True, "runtime_ms": 0.5, "eager_ms": 3.0, "compiled_ms": 2.5,
+              "speedup_vs_eager": 6.0, "speedup_vs_compiled": 5.0, "reward": 3, "reward_schedule": "paper",
+              "eager_tf32_ms": 0.6, "compiled_tf32_ms": 0.55, "speedup_vs_eager_tf32": 1.2,
+              "speedup_vs_compiled_tf32": 1.1, "max_abs_error": 2e-3, "max_abs_error_fp64": 2.1e-3,
+              "reference_abs_error_fp64": 1e-6,
+              "trials": [{"trial": f"trial {i}", "ok": True, "max_abs_error": 1e-3} for i in range(5)],
+              "timing": {"candidate": timing(0.5, 10.0), "eager": timing(3.0, 4.0), "compiled": timing(2.5, 6.0),
+                         "eager_tf32": timing(0.6, 2.0), "compiled_tf32": timing(0.55, 2.0)}}
     fields.update(overrides)
     return Verdict(**fields).to_json()
 
