@@ -18,7 +18,7 @@ INTEGRAL_UNARY = {"neg": "(-({x}))", "abs": "(({x}) < 0 ? -({x}) : ({x}))", "squ
 BOOL_UNARY = {"logical_not": "(!({x}))", "isnan": "({x} != {x})", "isinf": "(fabs((double)({x})) == INFINITY)",
               "isfinite": "(({x}) == ({x}) && fabs((double)({x})) != INFINITY)", "signbit": "(({x}) < 0)"}
 EXTRA_FLOAT_UNARY = {"frac": "(({x}) - truncf({x}))", "acosh": "acoshf({x})", "sgn": FLOAT_UNARY["sign"],
-                     "erfinv": "ks_erfinvf({x})", "relu6": FLOAT_UNARY["relu6"], "bitwise_not": "(!({x}))"}
+                     "relu6": FLOAT_UNARY["relu6"], "bitwise_not": "(!({x}))"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
 BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}

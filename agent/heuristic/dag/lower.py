@@ -14,8 +14,8 @@ from agent.heuristic.errors import Unsupported
 UNARY_FLOAT = {"relu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "sin", "cos", "reciprocal",
                "acos", "asin", "atan", "asinh", "atanh", "sinh", "cosh", "tan", "ceil", "floor", "round", "trunc",
                "erf", "erfc", "exp2", "expm1", "log2", "log10", "log1p", "lgamma", "sign", "sgn", "sinc", "square",
-               "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "erfinv", "digamma", "frac",
-               "acosh", "relu6", "silu", "gelu_erf", "mish", "logsigmoid", "softsign"}
+               "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "frac", "acosh", "relu6",
+               "silu", "mish", "logsigmoid", "softsign"}
 BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "hypot", "copysign", "fmax", "fmin",
           "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "rsub", "xlogy", "logaddexp", "logaddexp2",
