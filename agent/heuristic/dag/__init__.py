@@ -9,7 +9,10 @@ def plan_graph(captured):
     """The DagPlan of capture.py's JSON, or Unsupported naming the operator or construct that stops it."""
     graph = lower(captured)
     fuse_attention(graph)
-    return schedule(graph)
+    plan = schedule(graph)
+    from agent.heuristic.dag.codegen import Writer
+    Writer(plan, "cpu").write()  # an element without a C form is Unsupported now, by name, not at codegen
+    return plan
 
 
 __all__ = ["DagPlan", "plan_graph"]
