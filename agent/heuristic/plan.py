@@ -317,7 +317,8 @@ def make_plan(analysis):
     if captured.get("ok"):
         from agent.heuristic.dag import plan_graph
         return plan_graph(captured)
-    raise chain_error or Unsupported(captured.get("reason", "the problem could not be captured"))
+    reason = captured.get("reason", "the problem could not be captured")
+    raise Unsupported(f"{chain_error}; and no ATen graph for the DAG planner: {reason}" if chain_error else reason)
 
 
 def _chain_plan(analysis):

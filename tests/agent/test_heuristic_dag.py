@@ -188,6 +188,31 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+RESIDUAL_CONV_BLOCK = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        y = F.relu(y + x)
+        return torch.flatten(self.pool(F.max_pool2d(y, 2, ceil_mode=True)), 1)
+
+def get_inputs():
+    return [torch.randn(4, 8, 9, 9)]
+
+def get_init_inputs():
+    return [8]
+"""
 DATA_DEPENDENT = """
 import torch
 import torch.nn as nn
@@ -240,7 +265,9 @@ CASES = [("gated_mlp", GATED_MLP, "gemm"), ("residual_layer_norm_mlp", RESIDUAL_
          ("causal_attention", CAUSAL_ATTENTION, "gemm"), ("sdpa", SDPA, "attention"),
          ("embedding_mean_pool", EMBEDDING_MEAN_POOL, "loop"), ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM, "loop"),
          ("cumsum", CUMSUM, "scan"), ("losses", LOSSES, "loop"), ("concatenation", CONCATENATION, "loop"),
-         ("shape_arithmetic", SHAPE_ARITHMETIC, "loop")]
+         ("shape_arithmetic", SHAPE_ARITHMETIC, "loop"),
+         # batch norms in training mode (their running statistics updated in place), a residual, pools
+         ("residual_conv_block", RESIDUAL_CONV_BLOCK, "conv")]
 
 
 @pytest.mark.parametrize("name,source,family", CASES, ids=[case[0] for case in CASES])
