@@ -29,7 +29,8 @@ class Writer:
     def __init__(self, plan, device):
         self.plan, self.device = plan, device
         self.emitter = Emitter(plan.buffers, device, accumulate_double=device == "cpu")
-        self.functions = []  # (name, [pointer names read], C type written, source)
+        self.functions = []  # (name, [pointer names read], C type written, source, the kernel whose buffer it writes)
+        self.current = None  # the kernel being written
         self.headers = set()
 
     def pointers(self, text, written):
@@ -86,16 +87,42 @@ class Writer:
                       f"    const int64_t wanted = ({n}LL + BLOCK - 1) / BLOCK;\n"
                       f"    const int blocks = (int)(wanted < ks_grid_limit() ? wanted : ks_grid_limit());\n"
                       f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n")
-        self.functions.append((name, reads, node.ctype, source))
+        self.functions.append((name, reads, node.ctype, source, self.current))
 
     def scan(self, kernel):
         name, reads, source = scan.source(kernel.node, self.emitter, self.device, self.pointers, self.params)
-        self.functions.append((name, reads, kernel.node.ctype, source))
+        self.functions.append((name, reads, kernel.node.ctype, source, kernel))
 
     def attention(self, kernel):
         name, reads, source, headers = attention.source(kernel, self.plan.buffers, self.device, self.params)
         self.headers |= set(headers)
-        self.functions.append((name, reads, kernel.node.ctype, source))
+        self.functions.append((name, reads, kernel.node.ctype, source, kernel))
+
+    def epilogue(self, kernel):
+        """The loop kernel after GEMM KERNEL that the CPU GEMM can finish in its tiles while they are hot: an
+        elementwise node of the GEMM's shape, the GEMM's only reader, reading it at the same element and nothing
+        written between the two; None when there is none."""
+        if self.device != "cpu":
+            return None
+        node = kernel.node
+        at = self.plan.kernels.index(kernel)
+        later = self.plan.kernels[at + 1:]
+        if self.plan.graph.users().get(node.name, 0) != 1 or not later:
+            return None
+        candidate = next((k for k in later if k.kind == "loop" and not k.target.startswith("buffer:")
+                          and _reads(k.node, node)), None)
+        if candidate is None or candidate.node.kind != "pointwise" or candidate.node.shape != node.shape:
+            return None
+        between = {self.plan.buffers[k.node.name] for k in later[:later.index(candidate)]}
+        emitter = Emitter(self.plan.buffers, self.device, accumulate_double=True)
+        emitter.computing = candidate.node.name
+        scope = Scope()
+        emitter.value(scope, candidate.node, "i")
+        text = "\n".join(scope.lines)
+        own = self.plan.buffers[node.name]
+        if re.findall(rf"\b{own}\[([^\]]*)\]", text) != ["i"] or between & set(POINTER.findall(text)):
+            return None
+        return candidate
 
     def gemm(self, kernel):
         node, g = kernel.node, kernel.layout
@@ -105,25 +132,42 @@ class Writer:
         if self.device == "cpu":
             self.headers |= set(GEMM_HEADERS)
             parallel = "true" if batch * m * n * k >= 1 << 22 else "false"
+            fused = self.epilogue(kernel)
+            reads, finish = [a, b], "[](int64_t, int64_t, int64_t) {}"
+            if fused is not None:
+                self.fused.add(fused.node.name)
+                own = self.plan.buffers[node.name]
+                self.emitter.computing = fused.node.name
+                scope = Scope()
+                value = self.emitter.value(scope, fused.node, "i")
+                lines = [line.replace(f"{own}[i]", "out[i]") for line in scope.lines]
+                lines.append(f"out[i] = ({fused.node.ctype})({value});")
+                extra = [p for p in self.pointers("\n".join(lines), "") if p not in (a, b)]
+                reads = [a, b] + extra
+                finish = ("[&](int64_t row, int64_t j0, int64_t j1) {\n"
+                          f"        for (int64_t j = j0; j < j1; ++j) {{\n            const int64_t i = row * {n}LL + j;\n"
+                          + _indent(lines, 12) + "        }\n    }")
+                kernel = fused
+            ins = "".join(f"const {self.ctype_of(p)}* __restrict__ {p}, " for p in reads)
             source = ('#include "ks_gemm.h"\n'
-                      f"void {name}(const float* __restrict__ {a}, const float* __restrict__ {b}, "
-                      f"float* __restrict__ out) {{\n"
+                      f"void {name}({ins}float* __restrict__ out) {{\n"
                       f"    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
                       f"{g['w_stride']}}};\n"
-                      f"    ks_gemm(g, {a}, {b}, out, {parallel}, [](int64_t, int64_t, int64_t) {{}});\n}}\n")
-        else:
-            op = "CUBLAS_OP_T" if g["transposed_b"] else "CUBLAS_OP_N"
-            ldb = k if g["transposed_b"] else n
-            source = (f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
-                      f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
-                      f"    const float alpha = 1.0f, beta = 0.0f;\n"
-                      f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
-                      f"    cublasStatus_t status = cublasGemmStridedBatchedEx(h, {op}, CUBLAS_OP_N, {n}, {m}, {k}, "
-                      f"&alpha, {b}, CUDA_R_32F, {ldb}, {g['w_stride']}LL, {a}, CUDA_R_32F, {k}, {m * k}LL, &beta, out, "
-                      f"CUDA_R_32F, {n}, {m * n}LL, {batch}, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);\n"
-                      f"    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(\"cuBLAS GEMM failed: \" + "
-                      f"std::to_string((int)status));\n}}\n")
-        self.functions.append((name, [a, b], "float", source))
+                      f"    ks_gemm(g, {a}, {b}, out, {parallel}, {finish});\n}}\n")
+            self.functions.append((name, reads, "float", source, kernel))
+            return
+        op = "CUBLAS_OP_T" if g["transposed_b"] else "CUBLAS_OP_N"
+        ldb = k if g["transposed_b"] else n
+        source = (f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
+                  f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
+                  f"    const float alpha = 1.0f, beta = 0.0f;\n"
+                  f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
+                  f"    cublasStatus_t status = cublasGemmStridedBatchedEx(h, {op}, CUBLAS_OP_N, {n}, {m}, {k}, "
+                  f"&alpha, {b}, CUDA_R_32F, {ldb}, {g['w_stride']}LL, {a}, CUDA_R_32F, {k}, {m * k}LL, &beta, out, "
+                  f"CUDA_R_32F, {n}, {m * n}LL, {batch}, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);\n"
+                  f"    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(\"cuBLAS GEMM failed: \" + "
+                  f"std::to_string((int)status));\n}}\n")
+        self.functions.append((name, [a, b], "float", source, kernel))
 
     def conv(self, kernel):
         node, layout = kernel.node, kernel.layout
@@ -149,15 +193,19 @@ class Writer:
         name = f"k_{node.name}"
         source = "\n".join(includes) + f"\nnamespace ns_{node.name} {{\n{body}\n}}\n" \
             f"void {name}({signature}) {{ ns_{node.name}::{call} }}\n"
-        self.functions.append((name, [self.plan.buffers[x.name], self.plan.buffers[w.name]], "float", source))
+        self.functions.append((name, [self.plan.buffers[x.name], self.plan.buffers[w.name]], "float", source, kernel))
 
     def write(self):
+        self.fused = set()  # loop nodes a GEMM finished in its epilogue
         for kernel in self.plan.kernels:
+            if kernel.node.name in self.fused:
+                continue
+            self.current = kernel
             getattr(self, kernel.kind)(kernel)
         constants = "".join(
             f"static const {n.ctype} c_{n.name}[] = {{{', '.join(_c_number(v, n.dtype) for v in n.attrs['values'])}}};\n"
             for n in self.plan.graph.nodes if n.kind == "constant")
-        sources = [s for _, _, _, s in self.functions]
+        sources = [f[3] for f in self.functions]
         includes = sorted({line for s in sources for line in s.splitlines() if line.startswith("#include")})
         sources = ["\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n"
                    for s in sources]
@@ -169,6 +217,21 @@ class Writer:
                        + ("#include <cublas_v2.h>\n" if gemm else "") + WARP_REDUCE + (CUBLAS_HANDLE if gemm else ""))
         return prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + \
             "\n".join(sources)
+
+
+def _reads(node, target):
+    """Whether NODE's value, computed where it is read, reads TARGET (through views and elementwise operators; a
+    stored node's own inputs are not read again)."""
+    seen, stack = set(), list(node.args)
+    while stack:
+        current = stack.pop()
+        if current is target:
+            return True
+        if current.name in seen or current.kind in ("gemm", "conv", "attention", "scan", "reduce", "pool"):
+            continue
+        seen.add(current.name)
+        stack += current.args
+    return False
 
 
 CUBLAS_HANDLE = """
@@ -191,7 +254,7 @@ def _c_number(value, dtype):
 
 def _arguments(plan):
     """The leaves the binding takes, in order: model inputs by position, then parameters, then buffers."""
-    live = {p for _, reads, _, _ in plan.writer.functions for p in reads}
+    live = {p for f in plan.writer.functions for p in f[1]}
     leaves = [n for n in plan.graph.nodes if n.kind in ("input", "param", "buffer")
               and (plan.buffers[n.name] in live or any(k.target == f"buffer:{n.attrs['ref']}" for k in plan.kernels))]
     order = {"input": 0, "param": 1, "buffer": 2}
@@ -206,7 +269,7 @@ def binding(plan, device, leaves):
     first = plan.buffers[leaves[0].name] if leaves else None
     if first is None:
         raise ValueError("a plan without any input")
-    for kernel, (name, reads, ctype, _) in zip(plan.kernels, writer.functions):
+    for name, reads, ctype, _, kernel in writer.functions:
         params = ", ".join(f"const {writer.ctype_of(p)}*" for p in reads)
         decls.append(f"void {name}({params}{', ' if reads else ''}{ctype}*{stream});")
         if kernel.target.startswith("buffer:"):
