@@ -213,6 +213,20 @@ def get_inputs():
 def get_init_inputs():
     return [8]
 """
+WIDE_HEAD_ATTENTION = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True) + F.scaled_dot_product_attention(q, k, v, attn_mask=(k.sum(-1, keepdim=True) > 0).transpose(-1, -2).expand(2, 2, 24, 24).contiguous())
+
+def get_inputs():
+    return [torch.randn(2, 2, 24, 160), torch.randn(2, 2, 24, 160), torch.randn(2, 2, 24, 160)]
+
+def get_init_inputs():
+    return []
+"""
 DATA_DEPENDENT = """
 import torch
 import torch.nn as nn
@@ -321,6 +335,12 @@ def test_sdpa_and_the_hand_written_softmax_pattern_plan_their_kernels(tmp_path):
     assert [k.kind for k in plan.kernels] == ["attention"] and plan.kernels[0].node.attrs["causal"]
     files = workspace_files(plan, "cpu", SDPA)
     assert "kernels/ks_attention.h" in files and "ks_attention(" in files["kernels/fused.cpp"]
+
+
+def test_attention_heads_too_wide_for_the_kernels_registers_become_gemms_around_a_softmax(tmp_path):
+    plan = plan_of(tmp_path, WIDE_HEAD_ATTENTION)
+    kinds = [k.kind for k in plan.kernels]
+    assert "attention" not in kinds and kinds.count("gemm") == 4
 
 
 def test_int64_ids_reach_the_kernel_as_int64(tmp_path):

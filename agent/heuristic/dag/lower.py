@@ -29,6 +29,8 @@ IDENTITIES = {"clone", "contiguous", "lift_fresh_copy", "detach", "_assert_tenso
               "dropout_identity"}
 REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "prod": "prod", "any": "any",
               "all": "all", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin", "nansum": "sum"}
+# The attention kernel keeps a query row and its accumulator in one thread's registers: wider heads go to GEMMs.
+WIDEST_HEAD = 128
 SCANS = {"cumsum": "sum", "cumprod": "prod", "logcumsumexp": "logsumexp", "cummax": "max", "cummin": "min"}
 
 
@@ -402,9 +404,41 @@ class Lowering:
             raise Unsupported("scaled_dot_product_attention with dropout_p > 0 (random)")
         if kw.get("enable_gqa"):
             raise Unsupported("scaled_dot_product_attention with enable_gqa")
-        inputs = [q, k, v] + ([self.arg(mask)] if mask is not None else [])
-        return self.add("attention", node["shape"], node["dtype"], inputs, causal=bool(causal),
-                        scale=float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+        scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+        mask = self.arg(mask) if mask is not None else None
+        if max(q.shape[-1], v.shape[-1]) > WIDEST_HEAD:
+            return self.attention_by_gemms(node, q, k, v, mask, bool(causal), scale)
+        return self.add("attention", node["shape"], node["dtype"], [q, k, v] + ([mask] if mask is not None else []),
+                        causal=bool(causal), scale=scale)
+
+    def attention_by_gemms(self, node, q, k, v, mask, causal, scale):
+        """softmax(q k^T * scale + mask) v as two batched GEMMs around a softmax: for heads too wide for one thread's
+        registers in the attention kernel, the GEMMs go to the vendor library."""
+        lq, lk = q.shape[-2], k.shape[-2]
+        batch = math.prod(q.shape[:-2])
+        q3 = self.view(q, ("view", "default"), [batch, lq, q.shape[-1]]) if q.kind != "view" else \
+            self.view(q, ("reshape", "default"), [batch, lq, q.shape[-1]])
+        k3 = self.view(k, ("reshape", "default"), [batch, lk, k.shape[-1]])
+        v3 = self.view(v, ("reshape", "default"), [batch, lk, v.shape[-1]])
+        scores = self.add("gemm", [batch, lq, lk], "float32", [q3, self.view(k3, ("transpose", "int"), 1, 2)])
+        x = self.pointwise("mul", [scores, self.scalar(scale)], "float32")
+        if mask is not None:
+            if mask.numel not in (lq * lk, batch * lq * lk):
+                raise Unsupported(f"attention with a mask of shape {mask.shape} broadcast over some batch dims")
+            mask = self.view(mask, ("reshape", "default"), [batch if mask.numel > lq * lk else 1, lq, lk])
+            x = self.pointwise("where", [mask, x, self.scalar(-math.inf)], "float32") if mask.dtype == "bool" \
+                else self.pointwise("add", [x, mask], "float32")
+        if causal:
+            rows = self.add("iota", [lq, 1], "int64", start=0, step=1)
+            cols = self.add("iota", [1, lk], "int64", start=0, step=1)
+            keep = self.pointwise("le", [cols, rows], "bool")
+            x = self.pointwise("where", [keep, x, self.scalar(-math.inf)], "float32")
+        top = self.add("reduce", [batch, lq, 1], "float32", [x], dims=[2], op="max")
+        e = self.pointwise("exp", [self.pointwise("sub", [x, top], "float32")], "float32")
+        total = self.add("reduce", [batch, lq, 1], "float32", [e], dims=[2], op="sum")
+        p = self.pointwise("div", [e, total], "float32")
+        out = self.add("gemm", [batch, lq, v.shape[-1]], "float32", [p, v3])
+        return self.view(out, ("view", "default"), node["shape"])
 
     def op_native_dropout(self, node, args, kw, overload):
         p, train = args[1], args[2]
