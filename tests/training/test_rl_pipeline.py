@@ -90,8 +90,9 @@ def test_rollouts_run_as_jobs_on_an_rq_queue_with_the_pushed_actor(tmp_path, env
     from training.rl.tasks import load as load_tasks
     monkeypatch.setenv("KS_CACHE_DIR", env["KS_CACHE_DIR"])
     queue = f"test-rl-{uuid.uuid4().hex[:8]}"
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")  # the worker's and the trainer's alike
     config = run_config.override(run_config.load(ROOT / "training/configs/toy.yaml"), [
-        f"run_dir={tmp_path}", "rollouts.backend=rq", f"rollouts.queue={queue}",
+        f"run_dir={tmp_path}", "rollouts.backend=rq", f"rollouts.queue={queue}", f"rollouts.redis_url={redis_url}",
         "episode.max_turns=1", "rollouts.job_timeout_s=600"])
     config.tasks.source = str(ROOT / config.tasks.source)
     train_set, _ = load_tasks(config.tasks, tmp_path / "tasks")
@@ -100,12 +101,11 @@ def test_rollouts_run_as_jobs_on_an_rq_queue_with_the_pushed_actor(tmp_path, env
     rollouts.sync(load_actor(base))
     jobs = rollouts.enqueue(train_set[:1], "actor", [tmp_path / "episodes" / "0"])
     worker = subprocess.run([str(Path(sys.executable).with_name("rq")), "worker", queue, "--burst", "--url",
-                             "redis://127.0.0.1:6379/0"], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+                             redis_url], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     try:
         trajectory, = rollouts.gather(jobs)
     finally:
-        Redis.from_url("redis://127.0.0.1:6379/0").delete(f"rq:queue:{queue}")
+        Redis.from_url(redis_url).delete(f"rq:queue:{queue}")
     assert not isinstance(trajectory, str), trajectory + worker.stderr[-2000:]
     assert trajectory.policy == "transformers" and trajectory.verdict["reward"] == -1
     turn = trajectory.turns[0]
