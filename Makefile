@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.setup-stamp
 GPU_PYTHON ?= python3
 
-.PHONY: setup studio test test-gpu bench migrate clean
+.PHONY: setup studio lint test test-gpu bench migrate clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,10 @@ migrate:
 studio: setup
 	$(PY) manage.py runstudio
 
-test: setup
+lint: setup
+	$(VENV)/bin/ruff check .
+
+test: setup lint
 	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider
 
 # For a GPU machine: no virtual environment, the python that holds CUDA PyTorch.

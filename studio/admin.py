@@ -5,7 +5,7 @@ from django.contrib import admin
 admin.site.site_header = "Kernel Studio admin"
 admin.site.site_title = "Kernel Studio"
 
-from studio.models import (  # after the site's titles
+from studio.models import (  # noqa: E402 (after the site's titles)
     BenchEvaluation,
     Evaluation,
     KernelVersion,

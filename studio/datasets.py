@@ -1,13 +1,11 @@
 """Staff pages of task-synthesis runs: launch, live progress from the run's files (or the place in its queue), stop,
 the dataset browser, and a task viewed in Monaco and turned into a problem (validated on a worker, like an upload)."""
-import json
-from pathlib import Path
-
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from sandbox.jsonl import read_jsonl
 from studio import charts, jobs, queues, staff
 from studio.forms import SynthesisForm, TaskFilterForm
 from studio.models import SynthesisRun
@@ -15,19 +13,8 @@ from studio.staff import staff_only
 
 
 def rows_of(path):
-    """Whole lines of a JSONL file that a worker may be appending to: read only, the unfinished last line skipped
-    (the training package's reader repairs files, which only their writer may do)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        if line.endswith("\n") and line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a crash: the writer repairs it when the run resumes
-    return rows
+    """Lines of a JSONL file a worker may be appending to, read only: a write cut short and bad lines left out."""
+    return read_jsonl(path, skip_bad=True)
 
 
 def _files(run):

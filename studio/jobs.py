@@ -301,9 +301,9 @@ def run_synthesis(synthesis_id):
 
 def _training_progress(training_id, folder):
     """Store the newest metrics record and its stage; the list page reads the database only."""
-    from studio.datasets import rows_of
+    from sandbox.jsonl import read_jsonl
     from studio.models import TrainingRun
-    records = rows_of(Path(folder) / "metrics.jsonl")
+    records = read_jsonl(Path(folder) / "metrics.jsonl", skip_bad=True)
     if records:
         TrainingRun.objects.filter(pk=training_id).update(last_metrics=records[-1],
                                                           current_stage=records[-1].get("stage", ""))

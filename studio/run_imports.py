@@ -8,7 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from studio.datasets import rows_of
+from sandbox.jsonl import read_jsonl
 from studio.models import TrainingRun
 
 
@@ -41,7 +41,7 @@ def import_run(folder, user, name=""):
     if not folder.is_dir():
         raise RunImportError(f"{folder} is not a folder: give a training run folder")
     text, config = _config(folder)
-    records = rows_of(folder / "metrics.jsonl")
+    records = read_jsonl(folder / "metrics.jsonl", skip_bad=True)
     if not records:
         raise RunImportError(f"{folder} has no metrics.jsonl records: nothing was trained there yet")
     stages = config.stages

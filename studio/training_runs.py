@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio import charts, jobs, queues, staff
-from studio.datasets import rows_of
+from sandbox.jsonl import read_jsonl
 from studio.forms import TrainingRunForm
 from studio.models import TrainingRun
 from studio.serving import ServeError, serve
@@ -136,7 +136,7 @@ def page_state(run):
     from training.rl import checkpoints
     if not run.folder:
         return {"panels": [], "charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
-    records = rows_of(Path(run.folder) / "metrics.jsonl")
+    records = read_jsonl(Path(run.folder) / "metrics.jsonl", skip_bad=True)
     served = {(c.stage, c.step): c for c in run.served.all()}
     listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
     return {"panels": metric_panels(records), "charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,

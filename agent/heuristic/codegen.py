@@ -368,7 +368,7 @@ def cuda_gemm(plan, block):
 __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t total) {{
     const int64_t N = {n}LL;
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < total; i += (int64_t)gridDim.x * BLOCK)
-        out[i] = epi_op(out[i]{''.join(', ' + l for l in loads.split(', ') if l)});
+        out[i] = epi_op(out[i]{''.join(', ' + load for load in loads.split(', ') if load)});
 }}
 
 static cublasHandle_t handle() {{

@@ -225,7 +225,7 @@ class _Builder:
         args, kw, attrs = node["args"], node.get("kwargs") or {}, node.get("attrs") or {}
         if op in ("dropout", "Dropout"):
             p = attrs.get("p", kw.get("p", args[1] if len(args) > 1 else 0.5))
-            if p and not (kw.get("training") is False):
+            if p and kw.get("training") is not False:
                 raise Unsupported("dropout with p > 0 in training mode (random: not a deterministic problem)")
             op = "identity"
         if op == "getitem" and len(args) == 2 and args[1] == 0 and isinstance(args[0], dict) \

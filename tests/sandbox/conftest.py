@@ -32,8 +32,8 @@ os.environ["KS_SANDBOX_MEMORY_MB"] = str(TEST_MEMORY_MB)
 # OpenMP threads on two busy cores stall at every barrier).
 os.environ["KS_CPU_THREADS"] = "1"
 
-from sandbox import settings
-from sandbox.config import EvalConfig
+from sandbox import settings  # noqa: E402 (after KS_CPU_THREADS is set)
+from sandbox.config import EvalConfig  # noqa: E402
 
 # sandbox.settings reads its limits once, at import: make them hold even if something imported it earlier.
 settings.MEMORY_MB = TEST_MEMORY_MB

@@ -32,7 +32,7 @@ def _calls(function, args):
 
 def _run_fake(op, fake, args):
     scope = {"torch": torch}
-    exec(f"def fake({fake.params}):\n{fake.body}", scope)
+    exec(f"def fake({fake.params}):\n{fake.body}", scope)  # noqa: S102 (the fake the package would hold)
     with torch.device("meta"):
         return scope["fake"](*[a.to("meta") if isinstance(a, torch.Tensor) else a for a in args])
 

@@ -27,7 +27,7 @@ def test_env_int_names_the_variable_it_cannot_parse(monkeypatch):
     assert env_int("KS_NUMBER", 1) == 8000
 
 
-def test_env_secret_reads_the_file_named_by_NAME_FILE(monkeypatch, tmp_path):
+def test_env_secret_reads_the_file_named_by_NAME_FILE(monkeypatch, tmp_path):  # noqa: N802
     secret = tmp_path / "key"
     secret.write_text("s3cret value\n")
     monkeypatch.delenv("KS_KEY", raising=False)

@@ -34,7 +34,7 @@ class Running:
     def _run(self):
         try:
             self.supervisor.run()
-        except Exception as exc:  # handed to the test
+        except Exception as exc:  # noqa: BLE001 (handed to the test)
             self.error = exc
 
     def __enter__(self):

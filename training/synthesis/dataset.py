@@ -5,7 +5,6 @@ Files of one run, beside each other: OUT (kept tasks, one KernelBench-format pro
 (every candidate's verdicts), OUT.run.json (the settings, so a resumed run continues the same run) and
 OUT.summary.json. Lines are appended and flushed one at a time; a line cut by a crash is dropped on resume.
 """
-import json
 import math
 import time
 from collections import Counter
