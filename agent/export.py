@@ -238,9 +238,11 @@ def _load_call(ext, target):
     if ext["openblas"]:
         ldflags += " + BLAS_LDFLAGS"
     args = ["name=NAME", "cpp_sources=[CPP_SOURCE]"] + (["cuda_sources=[CUDA_SOURCE]"] if cuda else [])
-    # The binding's C++ gets load_inline's own flags on CUDA (its optimization is of no account, and torch's flags
-    # meet the sandbox's precompiled header); on the CPU the kernels share its unit and get the native build's.
-    args += [f"extra_cflags={[] if cuda else CPU_CFLAGS!r}", f"extra_cuda_cflags={CUDA_CFLAGS if cuda else []!r}",
+    # The binding's C++ gets load_inline's own flags on CUDA (its optimization is of no account; it includes only
+    # the stable ABI's light headers); on the CPU the kernels share its unit and get the native build's.
+    # USE_CUDA exposes the stable shim's CUDA entry points (aoti_torch_get_current_cuda_stream), as the native
+    # build defines it: torch's load_inline does not (the H100, 2026-11-25: "not declared in this scope").
+    args += [f"extra_cflags={['-DUSE_CUDA'] if cuda else CPU_CFLAGS!r}", f"extra_cuda_cflags={CUDA_CFLAGS if cuda else []!r}",
              f"extra_ldflags={ldflags}"]
     if ext["cudnn"] or ext["openblas"]:
         args.append("extra_include_paths=INCLUDE_PATHS")

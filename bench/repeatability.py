@@ -142,6 +142,8 @@ def main(argv):
     parser.add_argument("--fresh-baselines", action="store_true", help="re-measure eager on every run")
     parser.add_argument("--no-concurrent", action="store_true", help="skip the evaluations under load")
     parser.add_argument("--no-do-bench", action="store_true", help="skip the triton.testing.do_bench cross-check")
+    parser.add_argument("--series", default="", help="|-separated beginnings of series labels to run (e.g. "
+                        "'ReLU 1x4096' matches the launch-bound ones; default: all; 'none' runs no series)")
     args = parser.parse_args(argv)
     missing = gpu_missing("repeatability")
     if missing:
@@ -154,6 +156,8 @@ def main(argv):
     rows, cross = [], []
     with private_cache("ks-bench-repeat-") as cache, tempfile.TemporaryDirectory(prefix="ks-bench-repeat-") as tmp:
         for label, shape, mode in SERIES:
+            if args.series and not any(label.startswith(w) and w for w in args.series.split("|")):
+                continue
             problem = Path(tmp) / f"relu_{shape.replace(', ', 'x')}.py"
             problem.write_text(PROBLEM.format(shape=shape))
             speedups, runtimes, spreads, eagers = [], [], [], []

@@ -41,15 +41,23 @@ def scale_variant(tmp_path_factory):
     return make
 
 
-def test_work_on_a_side_stream_is_timed(scale_variant, run_eval):
-    honest = run_eval(SCALE_SHIFT, scale_variant("honest", SPIN_US), label="scale, same stream, 200 us spin")
-    hidden = run_eval(SCALE_SHIFT, scale_variant("side_stream", SPIN_US), label="scale, side stream, 200 us spin")
+def test_work_on_a_side_stream_is_timed_or_refused(scale_variant, run_eval):
+    # Events (the protocol of problems above the launch bound): the device-wide synchronize counts the side stream.
+    honest = run_eval(SCALE_SHIFT, scale_variant("honest", SPIN_US), label="scale, same stream, 200 us spin, events",
+                      timing="events")
+    hidden = run_eval(SCALE_SHIFT, scale_variant("side_stream", SPIN_US), label="scale, side stream, 200 us spin, "
+                      "events", timing="events")
     assert honest.status == "ok", honest.log
     assert hidden.status == "ok", hidden.log
     assert honest.runtime_ms >= 0.5 * SPIN_US / 1000
     # Without the device-wide synchronize the side stream's 200 us would vanish from the measurement; the
     # L2 flush before each sample may overlap its start, hence the margin.
     assert hidden.runtime_ms >= 0.6 * honest.runtime_ms, (hidden.runtime_ms, honest.runtime_ms)
+    # Graph replay (auto picks it for this tiny problem): work on a stream the capture never saw is not replayed, the
+    # replayed output differs from a direct call's, and the verdict is a violation (H100, 2026-11-25: so it was).
+    replayed = run_eval(SCALE_SHIFT, scale_variant("side_stream", SPIN_US), label="scale, side stream, auto")
+    assert replayed.status == "violation", (replayed.status, replayed.log)
+    assert replayed.timing["candidate"]["mode"] == "graph" and replayed.reward == -1
 
 
 @pytest.mark.gpu_fault
