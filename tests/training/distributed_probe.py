@@ -6,6 +6,8 @@ import sys
 import torch
 from accelerate import Accelerator
 
+import agent.loop  # noqa: E402,F401  the project's sandbox and agent, imported before the tests folder goes first
+#                                     on the path (its tests/sandbox and tests/agent would shadow them)
 sys.path.insert(0, sys.argv[1])  # the tests folder: the toy environment of test_rl_learning
 from training.test_rl_learning import rollout, tiny_models  # noqa: E402
 

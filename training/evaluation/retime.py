@@ -83,7 +83,7 @@ def retime_job(request):
         "protocol": BASELINE_PROTOCOL, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "previous_speedup_vs_eager": old.get("speedup_vs_eager"),
         "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"), "previous_reward": old.get("reward"),
-        "previous_reward_schedule": schedule_of(old)}}
+        "previous_reward_schedule": schedule_of(old), "previous_solution_hash": old.get("solution_hash")}}
     return {"result": result.to_json(), "trajectory": None}
 
 
