@@ -19,15 +19,16 @@ def _config(args, **extra):
 def _eval_args(p):
     p.add_argument("problem")
     p.add_argument("solution", help="a KernelBench-style .py file or a native workspace folder")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="the target: cuda (CUDA kernels on this host's GPU) or cpu (C++ kernels); default cuda")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--timeout", type=float, default=EvalConfig().timeout_s,
                    help="seconds the solution may take to load (building its extensions) and run its trials, and "
                         "again to be timed; the default (KS_SANDBOX_TIMEOUT, 300) covers torch's own load_inline of a "
                         "CUDA extension on two cores three times over")
-    p.add_argument("--trials", type=int, default=5)
-    p.add_argument("--atol", type=float, default=1e-2)
-    p.add_argument("--rtol", type=float, default=1e-2)
+    p.add_argument("--trials", type=int, default=5, help="correctness trials on fresh random inputs (default 5)")
+    p.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance against the reference (default 1e-2)")
+    p.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance against the reference (default 1e-2)")
     p.add_argument("--relaxed", action="store_true", help="record PyTorch fallbacks instead of failing on them")
     p.add_argument("--timing", choices=("auto", "events", "graph"), default="auto",
                    help="auto: CUDA-graph replay for a launch-bound problem (eager under 0.1 ms), device events "
@@ -46,6 +47,11 @@ def _eval_args(p):
 
 
 def main(argv=None):
+    return _run(build_parser(), argv)
+
+
+def build_parser():
+    """The command line's parser: its subcommands and their options."""
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _eval_args(sub.add_parser("evaluate", help="build, verify, time and reward a solution"))
@@ -54,10 +60,11 @@ def main(argv=None):
     prof.add_argument("--ncu", action="store_true", help="add DRAM and SM throughput from Nsight Compute")
     val = sub.add_parser("validate", help="check a problem file and print its input and output spec")
     val.add_argument("problem")
-    val.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    val.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="where the problem runs (default cuda)")
     build = sub.add_parser("build", help="build a native workspace (cached) and print the library path")
     build.add_argument("workspace")
-    build.add_argument("--device", choices=("cuda", "cpu"), default=None)
+    build.add_argument("--device", choices=("cuda", "cpu"), default=None,
+                       help="build for this target (default: cuda where kernels/ holds .cu files, else cpu)")
     pkg = sub.add_parser("package", help="write a pip-installable PyTorch extension package of a solution")
     pkg.add_argument("problem")
     pkg.add_argument("solution", help="a KernelBench-style .py file (load_inline) or a native workspace folder")
@@ -69,6 +76,10 @@ def main(argv=None):
     pkg.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
                      help="install the wheel into a fresh virtual environment and run the package's own tests; a "
                           "failing test is an error naming it (default: on; --no-check skips it)")
+    return parser
+
+
+def _run(parser, argv):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -105,3 +105,14 @@ def test_build_prints_the_library(files, sources):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert os.path.isfile(data["library"]) and isinstance(data["cached"], bool)
+
+
+def test_every_option_of_every_sandbox_subcommand_says_what_it_does():
+    import argparse
+
+    from sandbox.cli import build_parser
+    parser = build_parser()
+    (subcommands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    silent = [f"{name} {action.option_strings[0]}" for name, sub in subcommands.choices.items()
+              for action in sub._actions if action.option_strings and not action.help]
+    assert silent == [] and set(subcommands.choices) >= {"evaluate", "profile", "validate", "build", "package"}
