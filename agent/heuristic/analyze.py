@@ -128,5 +128,16 @@ def write(analysis, out="analysis.json"):
     return printed
 
 
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m agent.heuristic.analyze", description=__doc__.split("\n\n")[0])
+    parser.add_argument("problem", help="a KernelBench problem file (Model, get_inputs, get_init_inputs)")
+    args = parser.parse_args(argv)
+    if not Path(args.problem).is_file():
+        parser.error(f"{args.problem} does not exist")
+    print("\n".join(write(analyze(args.problem))))
+    return 0
+
+
 if __name__ == "__main__":
-    print("\n".join(write(analyze(sys.argv[1]))))
+    sys.exit(main())
