@@ -2,7 +2,8 @@
 import math
 
 from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
-from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, offset, op_function, template
+from agent.heuristic.emit import (CPP_PRELUDE, PARALLEL_ELEMENTS, model_new_source, offset, op_function, scalar_checks,
+                                  template)
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS, cpp_gemm
 
 HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
@@ -937,42 +938,12 @@ def model_new(plan, problem_source, device="cpu"):
     # Parameters are contiguous by construction; only inputs need .contiguous() on every call.
     call = ", ".join(py if py.startswith("self.") else f"{py}.contiguous()" for _, py, _ in _tensor_args(plan))
     names = _param_names(plan)
-    checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; these kernels "
-                     f"were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
+    checks = scalar_checks(plan.scalars)
     # Any convolution stage, the first or a later one (BatchNorm2d -> Conv2d died of SIGSEGV without the preload)
     convolves = any(stage.kind == "conv" for stage in [plan] + plan.tails)
     preload = CUDNN_PRELOAD if convolves and device == "cuda" else ""
     mode = _mode_argument(plan)
-    return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
-import torch
-import torch.nn as nn
-
-from sandbox.native import load_extension
-{preload}
-ops = load_extension(__file__)
-
-# The reference module, used only to create the same parameters with the same initialization.
-PROBLEM_SOURCE = {problem_source!r}
-_reference = {{}}
-exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-        reference = _reference["Model"](*args, **kwargs)
-        for name, child in reference.named_children():
-            self.add_module(name, child)
-        for name, parameter in reference.named_parameters(recurse=False):
-            self.register_parameter(name, parameter)
-        for name, buffer in reference.named_buffers(recurse=False):
-            self.register_buffer(name, buffer)
-        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
-        self._ks_params = [self.get_parameter(name) for name in {names!r}]
-
-    def forward(self, *inputs):
-{checks}        return ops.fused({call}{mode})
-'''
+    return model_new_source(plan.describe, preload, problem_source, names, checks, f"{call}{mode}")
 
 
 def _chained(sources, prelude):

@@ -113,3 +113,43 @@ def row_epilogue(operands, out_shape, inner, body):
         #pragma omp simd
         for (int64_t j = j0; j < j1; ++j) y[j] = epi_op(y[j]{"".join(", " + a for a in args)});
     }}"""
+
+
+def scalar_checks(scalars):
+    """forward's checks that each scalar input has the value the kernels were written for."""
+    return "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; "
+                   f"these kernels were written for {v!r}\")\n" for i, v in sorted(scalars.items()))
+
+
+def model_new_source(describe, preload, problem_source, params, checks, call):
+    """model_new.py of a heuristic plan: the reference's parameters, the scalar CHECKS, then `ops.fused(CALL)`."""
+    return f'''"""Written by Kernel Studio's heuristic policy: {describe}."""
+import torch
+import torch.nn as nn
+
+from sandbox.native import load_extension
+{preload}
+ops = load_extension(__file__)
+
+# The reference module, used only to create the same parameters with the same initialization.
+PROBLEM_SOURCE = {problem_source!r}
+_reference = {{}}
+exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        reference = _reference["Model"](*args, **kwargs)
+        for name, child in reference.named_children():
+            self.add_module(name, child)
+        for name, parameter in reference.named_parameters(recurse=False):
+            self.register_parameter(name, parameter)
+        for name, buffer in reference.named_buffers(recurse=False):
+            self.register_buffer(name, buffer)
+        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
+        self._ks_params = [self.get_parameter(name) for name in {params!r}]
+
+    def forward(self, *inputs):
+{checks}        return ops.fused({call})
+'''

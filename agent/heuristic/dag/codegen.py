@@ -8,7 +8,7 @@ from agent.heuristic.conv import HEADERS as CONV_HEADERS
 from agent.heuristic.conv import cpp_conv
 from agent.heuristic.dag import attention, scan
 from agent.heuristic.dag.cexpr import Emitter, Scope
-from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, template
+from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, model_new_source, scalar_checks, template
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS
 from agent.heuristic.plan import Operand, Plan
 
@@ -332,39 +332,9 @@ def model_new(plan, leaves, problem_source, device):
             args.append(f"self._ks_params[{params.index(n.attrs['ref'])}]")
         else:
             args.append(f"self.get_buffer({n.attrs['ref']!r})")
-    checks = "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; "
-                     f"these kernels were written for {v!r}\")\n" for i, v in sorted(plan.scalars.items()))
+    checks = scalar_checks(plan.scalars)
     preload = CUDNN_PRELOAD if device == "cuda" and any(k.kind == "conv" for k in plan.kernels) else ""
-    return f'''"""Written by Kernel Studio's heuristic policy: {plan.describe}."""
-import torch
-import torch.nn as nn
-
-from sandbox.native import load_extension
-{preload}
-ops = load_extension(__file__)
-
-# The reference module, used only to create the same parameters with the same initialization.
-PROBLEM_SOURCE = {problem_source!r}
-_reference = {{}}
-exec(compile(PROBLEM_SOURCE, "problem.py", "exec"), _reference)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-        reference = _reference["Model"](*args, **kwargs)
-        for name, child in reference.named_children():
-            self.add_module(name, child)
-        for name, parameter in reference.named_parameters(recurse=False):
-            self.register_parameter(name, parameter)
-        for name, buffer in reference.named_buffers(recurse=False):
-            self.register_buffer(name, buffer)
-        # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
-        self._ks_params = [self.get_parameter(name) for name in {params!r}]
-
-    def forward(self, *inputs):
-{checks}        return ops.fused({", ".join(args)})
-'''
+    return model_new_source(plan.describe, preload, problem_source, params, checks, ", ".join(args))
 
 
 def workspace_files(plan, device, problem_source, block=256):
