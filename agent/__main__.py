@@ -1,4 +1,5 @@
 """`python -m agent`: see agent.cli."""
+
 import sys
 
 from agent.cli import main

@@ -3,6 +3,7 @@
 Writes DIR/solution.py (the best solution, KernelBench style and self-contained), DIR/workspace/ (holding
 that solution's files), DIR/trajectory.json and DIR/verdict.json, and prints a line per turn.
 """
+
 import argparse
 import json
 import logging
@@ -27,15 +28,24 @@ POLICY_OPTIONS = {
 
 
 def policy_options(args):
-    values = {"model": args.model, "base_url": args.base_url, "temperature": args.temperature,
-              "max_tokens": args.max_tokens, "max_new_tokens": args.max_tokens, "token_ids": args.token_ids or None}
+    values = {
+        "model": args.model,
+        "base_url": args.base_url,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "max_new_tokens": args.max_tokens,
+        "token_ids": args.token_ids or None,
+    }
     return {k: values[k] for k in POLICY_OPTIONS[args.policy] if values[k] is not None}
 
 
 def progress(turn, max_turns, out=sys.stdout):
     calls = "; ".join(call.describe() for call in turn.tool_calls) or "(no tool call)"
-    print(f"turn {turn.index}/{max_turns}  {calls}  [policy {turn.policy_s:.1f} s, tools {turn.tools_s:.1f} s]",
-          file=out, flush=True)
+    print(
+        f"turn {turn.index}/{max_turns}  {calls}  [policy {turn.policy_s:.1f} s, tools {turn.tools_s:.1f} s]",
+        file=out,
+        flush=True,
+    )
     for call in turn.tool_calls:
         if call.error:
             print(f"    error: {call.error}", file=out, flush=True)
@@ -44,15 +54,17 @@ def progress(turn, max_turns, out=sys.stdout):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m agent", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     opt = sub.add_parser("optimize", help="run one episode on a KernelBench problem")
     opt.add_argument("problem", help="a KernelBench problem file (Model, get_inputs, get_init_inputs)")
     opt.add_argument("--policy", choices=tuple(BACKENDS), required=True)
     opt.add_argument("--model", help="model name (openai) or checkpoint (vllm, transformers)")
-    opt.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
-                                        "(default: KS_POLICY_BASE_URL)")
+    opt.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: KS_POLICY_BASE_URL)"
+    )
     opt.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     opt.add_argument("--max-turns", type=int, default=60)
     opt.add_argument("--wall-clock", type=float, default=None, help="seconds for the whole episode")
@@ -64,8 +76,11 @@ def main(argv=None):
     opt.add_argument("--timeout", type=float, default=EvalConfig().timeout_s, help="seconds per sandbox run")
     opt.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("-q", "--quiet", action="store_true", help="no per-turn progress")
-    opt.add_argument("--json", action="store_true",
-                     help="print the best verdict as one JSON object on stdout (progress and notes go to stderr)")
+    opt.add_argument(
+        "--json",
+        action="store_true",
+        help="print the best verdict as one JSON object on stdout (progress and notes go to stderr)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -76,10 +91,14 @@ def main(argv=None):
     if (out / "workspace").exists() and any((out / "workspace").iterdir()):
         print(f"error: {out / 'workspace'} is not empty: choose a fresh --out", file=sys.stderr)
         return 2
-    config = EpisodeConfig(device=args.device, max_turns=args.max_turns, wall_clock_s=args.wall_clock,
-                           context_tokens=args.context_tokens, response_tokens=args.max_tokens or 4096,
-                           eval=EvalConfig(device=args.device, timeout_s=args.timeout,
-                                           compiled_baseline=not args.no_compiled))
+    config = EpisodeConfig(
+        device=args.device,
+        max_turns=args.max_turns,
+        wall_clock_s=args.wall_clock,
+        context_tokens=args.context_tokens,
+        response_tokens=args.max_tokens or 4096,
+        eval=EvalConfig(device=args.device, timeout_s=args.timeout, compiled_baseline=not args.no_compiled),
+    )
     notes = sys.stderr if args.json else sys.stdout
     on_turn = None if args.quiet else (lambda turn: progress(turn, args.max_turns, notes))
     t0 = time.monotonic()
@@ -96,11 +115,17 @@ def main(argv=None):
         return 2
     save(trajectory, out)
     v = trajectory.verdict
-    print(f"{trajectory.stop_reason} after {len(trajectory.turns)} turns, {time.monotonic() - t0:.0f} s: "
-          f"{v['status']}, reward {v['reward']}" + (f", {v['runtime_ms']:.4f} ms, {v['speedup_vs_eager']:.2f}x eager"
-                                                  if v["correct"] else "") + _matched(v), file=notes)
-    print(f"wrote {out / 'solution.py'}, {out / 'workspace'}, {out / 'trajectory.json'}, {out / 'verdict.json'}",
-          file=notes)
+    print(
+        f"{trajectory.stop_reason} after {len(trajectory.turns)} turns, {time.monotonic() - t0:.0f} s: "
+        f"{v['status']}, reward {v['reward']}"
+        + (f", {v['runtime_ms']:.4f} ms, {v['speedup_vs_eager']:.2f}x eager" if v["correct"] else "")
+        + _matched(v),
+        file=notes,
+    )
+    print(
+        f"wrote {out / 'solution.py'}, {out / 'workspace'}, {out / 'trajectory.json'}, {out / 'verdict.json'}",
+        file=notes,
+    )
     if args.json:
         print(json.dumps(v, sort_keys=True))
     return 0

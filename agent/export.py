@@ -11,6 +11,7 @@ What a single translation unit per language changes, and how it is kept apart: e
 #undef'd after it (a `#define BLOCK 256` of one stage does not leak into the next); two kernel files that
 define the same non-static name still clash, as they would when linked.
 """
+
 import ast
 import hashlib
 import json
@@ -55,8 +56,11 @@ def _extension(files):
     cpp = [p for p in kernels if not p.endswith(".cu")]
     name = "ks_" + hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     seen = set()
-    cpp_text = [f"#define KS_NAMESPACE {name}"] + [_unit(files, p, seen) for p in cpp] + \
-               [_unit(files, "binding.cpp", seen, isolate=False)]
+    cpp_text = (
+        [f"#define KS_NAMESPACE {name}"]
+        + [_unit(files, p, seen) for p in cpp]
+        + [_unit(files, "binding.cpp", seen, isolate=False)]
+    )
     cuda_seen = set()
     cuda_text = [_unit(files, p, cuda_seen) for p in cuda]
     everything = "\n".join(files[p] for p in files if PurePosixPath(p).suffix in KERNEL_SUFFIXES + HEADER_SUFFIXES)
@@ -137,8 +141,10 @@ def _rewrite_model(source):
         elif isinstance(node, ast.ImportFrom) and node.module in LOADERS:
             others = [a.name for a in node.names if a.name != "load_extension"]
             if others:
-                raise ExportError(f"model_new.py line {node.lineno} imports {', '.join(others)} from {node.module}: "
-                                  f"an exported solution can only replace load_extension (with load_inline)")
+                raise ExportError(
+                    f"model_new.py line {node.lineno} imports {', '.join(others)} from {node.module}: "
+                    f"an exported solution can only replace load_extension (with load_inline)"
+                )
             edits[(node.lineno, node.end_lineno)] = ""
         elif _is_load(node):
             target = ast.get_source_segment(source, node.targets[0])
@@ -153,27 +159,35 @@ def _rewrite_model(source):
             continue
         for module in modules:
             if module.split(".")[0] in PROJECT and not (module in LOADERS and (node.lineno, node.end_lineno) in edits):
-                raise ExportError(f"model_new.py line {node.lineno} imports {module}, a part of kernel-studio: an "
-                                  f"exported solution runs without it; use torch and your own kernels, built with "
-                                  f"a module-level `ops = load_extension(__file__)`")
+                raise ExportError(
+                    f"model_new.py line {node.lineno} imports {module}, a part of kernel-studio: an "
+                    f"exported solution runs without it; use torch and your own kernels, built with "
+                    f"a module-level `ops = load_extension(__file__)`"
+                )
     out, skip_to = [], 0
     spans = sorted(edits.items())
     for start, end in [s for s, _ in spans]:
-        out += lines[skip_to:start - 1]
+        out += lines[skip_to : start - 1]
         if edits[(start, end)]:
             out.append(edits[(start, end)])
         skip_to = end
     out += lines[skip_to:]
     text = "\n".join(out).strip("\n") + "\n"
     if re.search(r"\bload_extension\b", text):
-        raise ExportError("model_new.py uses load_extension other than in a module-level `ops = load_extension("
-                          "__file__)`: the export replaces only that form with load_inline")
+        raise ExportError(
+            "model_new.py uses load_extension other than in a module-level `ops = load_extension("
+            "__file__)`: the export replaces only that form with load_inline"
+        )
     return "".join(f"{line}\n" for line in future) + ("\n" if future else ""), text, loads
 
 
 def _is_load(node):
-    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)
-            and getattr(node.value.func, "id", getattr(node.value.func, "attr", None)) == "load_extension")
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", getattr(node.value.func, "attr", None)) == "load_extension"
+    )
 
 
 def literal(text):
@@ -197,13 +211,13 @@ A KernelBench solution exported by Kernel Studio from a workspace whose model bu
 """
 '''
 
-SOURCES = '''{stdlib}import torch
+SOURCES = """{stdlib}import torch
 from torch.utils.cpp_extension import load_inline
 
 NAME = {name!r}
 CPP_SOURCE = {cpp}
 {cuda_line}{finders}
-'''
+"""
 
 # Machine paths the kernels need, found where the solution is imported (load_inline's arguments are otherwise literals,
 # so tools that read them statically, the sandbox's and the packager's, see every flag).
@@ -221,14 +235,14 @@ def _cudnn_include():
 INCLUDE_PATHS = _cudnn_include()
 '''
 
-OPENBLAS_FINDER = '''
+OPENBLAS_FINDER = """
 # The CPU kernels call OpenBLAS through <cblas.h>, prefixed as the scipy-openblas32 wheel ships it.
 import scipy_openblas32  # noqa: E402
 
 INCLUDE_PATHS = [scipy_openblas32.get_include_dir()]
 BLAS_LDFLAGS = [f"-L{scipy_openblas32.get_lib_dir()}", f"-Wl,-rpath,{scipy_openblas32.get_lib_dir()}",
                 f"-l{scipy_openblas32.get_library()}"]
-'''
+"""
 
 
 def _load_call(ext, target):
@@ -242,8 +256,11 @@ def _load_call(ext, target):
     # the stable ABI's light headers); on the CPU the kernels share its unit and get the native build's.
     # USE_CUDA exposes the stable shim's CUDA entry points (aoti_torch_get_current_cuda_stream), as the native
     # build defines it: torch's load_inline does not (the H100, 2026-11-25: "not declared in this scope").
-    args += [f"extra_cflags={['-DUSE_CUDA'] if cuda else CPU_CFLAGS!r}", f"extra_cuda_cflags={CUDA_CFLAGS if cuda else []!r}",
-             f"extra_ldflags={ldflags}"]
+    args += [
+        f"extra_cflags={['-DUSE_CUDA'] if cuda else CPU_CFLAGS!r}",
+        f"extra_cuda_cflags={CUDA_CFLAGS if cuda else []!r}",
+        f"extra_ldflags={ldflags}",
+    ]
     if ext["cudnn"] or ext["openblas"]:
         args.append("extra_include_paths=INCLUDE_PATHS")
     args += [f"is_python_module={ext['python_module']!r}", "no_implicit_headers=True"]
@@ -258,11 +275,16 @@ def _render(title, ext, future, model):
         return PLAIN_HEADER.format(title=title) + future + "\n" + model
     cuda = ext["cuda"] is not None
     sources = SOURCES.format(
-        stdlib="import os\nimport sys\n\n" if ext["cudnn"] else "", name=ext["name"], cpp=literal(ext["cpp"]),
+        stdlib="import os\nimport sys\n\n" if ext["cudnn"] else "",
+        name=ext["name"],
+        cpp=literal(ext["cpp"]),
         cuda_line=f"CUDA_SOURCE = {literal(ext['cuda'])}\n" if cuda else "",
-        finders=(CUDNN_FINDER if ext["cudnn"] else "") + (OPENBLAS_FINDER if ext["openblas"] else ""))
-    header = HEADER.format(title=title, nvcc=" with nvcc" if cuda else "",
-                           extra=" (and scipy_openblas32, whose OpenBLAS the CPU kernels call)" if ext["openblas"]
-                           else "")
+        finders=(CUDNN_FINDER if ext["cudnn"] else "") + (OPENBLAS_FINDER if ext["openblas"] else ""),
+    )
+    header = HEADER.format(
+        title=title,
+        nvcc=" with nvcc" if cuda else "",
+        extra=" (and scipy_openblas32, whose OpenBLAS the CPU kernels call)" if ext["openblas"] else "",
+    )
     body = re.sub(re.escape(LOAD_MARK) + r"(\S+)", lambda m: _load_call(ext, m.group(1)), model)
     return header + future + sources + "\n" + body

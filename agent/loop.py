@@ -5,6 +5,7 @@ observe) until the policy submits or a budget runs out, keeping the best verifie
     trajectory = episode.run()
     save(trajectory, "out")  # solution.py, trajectory.json, verdict.json
 """
+
 import json
 import logging
 import time
@@ -33,6 +34,7 @@ class EpisodeConfig:
 
     The device is set once: the sandbox's settings (`eval`) run on it, derived when left out; an EvalConfig given
     for another device is an EpisodeConfigError rather than an episode that silently measures somewhere else."""
+
     device: str = "cuda"
     max_turns: int = 60
     wall_clock_s: float | None = None  # None: no wall-clock budget
@@ -49,7 +51,8 @@ class EpisodeConfig:
             raise EpisodeConfigError(
                 f"the episode runs on {self.device} but its sandbox settings (eval) on {self.eval.device}: one "
                 f"episode runs on one device; build eval with EvalConfig(device={self.device!r}, ...), or leave the "
-                f"device out of eval's JSON (it is the episode's)")
+                f"device out of eval's JSON (it is the episode's)"
+            )
 
     def to_json(self):
         """The fields as JSON; eval without its device, which is the episode's."""
@@ -63,8 +66,9 @@ class EpisodeConfig:
         data = dict(data)
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
-            raise EpisodeConfigError(f"unknown episode field(s) {', '.join(unknown)}: allowed are "
-                                     f"{', '.join(f.name for f in fields(cls))}")
+            raise EpisodeConfigError(
+                f"unknown episode field(s) {', '.join(unknown)}: allowed are {', '.join(f.name for f in fields(cls))}"
+            )
         settings = data.pop("eval", None)
         if settings is not None:
             device = settings.get("device", data.get("device", cls.device))
@@ -75,8 +79,10 @@ class EpisodeConfig:
         return cls(**data)
 
 
-SYSTEM = ("You are an expert GPU performance engineer. You work in a sandboxed workspace through tools, one or "
-          "more tool calls per turn, and think briefly before each. Your skill file follows.\n\n")
+SYSTEM = (
+    "You are an expert GPU performance engineer. You work in a sandboxed workspace through tools, one or "
+    "more tool calls per turn, and think briefly before each. Your skill file follows.\n\n"
+)
 
 TASK = """Optimize this problem for the {device_name} (device {device}).
 
@@ -124,12 +130,22 @@ class Episode:
             restore(ws, self.start_files)
         tools = Tools(ws, self.problem, cfg.eval, cfg.bash_timeout_s, cfg.observation_chars)
         source = self.problem.read_text()
-        opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()},
-                   {"role": "user", "content": self._task(ws, source)}]
+        opening = [
+            {"role": "system", "content": SYSTEM + SKILL.read_text()},
+            {"role": "user", "content": self._task(ws, source)},
+        ]
         context = Context(opening, cfg.context_tokens - cfg.response_tokens)
-        traj = Trajectory(problem=self.problem.name, device=cfg.device, policy=self.policy.name,
-                          model=self.policy.model, problem_source=source, messages=opening, tools=SCHEMAS,
-                          started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), config=cfg.to_json())
+        traj = Trajectory(
+            problem=self.problem.name,
+            device=cfg.device,
+            policy=self.policy.name,
+            model=self.policy.model,
+            problem_source=source,
+            messages=opening,
+            tools=SCHEMAS,
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            config=cfg.to_json(),
+        )
         self.policy.reset(Task(self.problem.name, source, cfg.device, str(ws.root), cfg.max_turns))
         best, stop = None, "max_turns"
 
@@ -147,11 +163,18 @@ class Episode:
                 log.warning("episode %s: the policy failed at turn %d: %s", ws.root, index, exc)
                 stop = f"policy_error: {exc}"
                 break
-            turn = Turn(index=index, thought=action.thought, tool_calls=action.tool_calls,
-                        finish_reason=action.finish_reason, policy_s=round(policy_s, 6),
-                        prompt_tokens=action.prompt_tokens, completion_tokens=action.completion_tokens,
-                        prompt_token_ids=action.prompt_token_ids, response_token_ids=action.response_token_ids,
-                        response_logprobs=action.response_logprobs)
+            turn = Turn(
+                index=index,
+                thought=action.thought,
+                tool_calls=action.tool_calls,
+                finish_reason=action.finish_reason,
+                policy_s=round(policy_s, 6),
+                prompt_tokens=action.prompt_tokens,
+                completion_tokens=action.completion_tokens,
+                prompt_token_ids=action.prompt_token_ids,
+                response_token_ids=action.response_token_ids,
+                response_logprobs=action.response_logprobs,
+            )
             # act and observe: every call runs in order; a verdict that beats the best replaces it
             submitted, tools_start = False, time.monotonic()
             for n, call in enumerate(turn.tool_calls):
@@ -178,9 +201,12 @@ class Episode:
         # the result is the best verified solution; with none verified, the workspace as the agent left it
         if best is None and ws.holds_the_starter():
             # Nothing was written: the starter's forward raises NotImplementedError, no need to run it to know.
-            verdict = Verdict(status="runtime_error", device=cfg.device,
-                              log=f"no solution: the workspace still holds the starter's files, whose "
-                                  f"ModelNew.forward raises NotImplementedError (the episode ended: {stop})")
+            verdict = Verdict(
+                status="runtime_error",
+                device=cfg.device,
+                log=f"no solution: the workspace still holds the starter's files, whose "
+                f"ModelNew.forward raises NotImplementedError (the episode ended: {stop})",
+            )
             best = {"turn": None, "verdict": verdict, "files": ws.solution_files()}
         elif best is None:
             result = tools.tool_verify()
@@ -211,15 +237,23 @@ class Episode:
         cfg = self.config
         wall = f" and {cfg.wall_clock_s / 60:.0f} minutes" if cfg.wall_clock_s else ""
         device_name = "NVIDIA GPU" if cfg.device == "cuda" else "CPU (C++ kernels in kernels/*.cpp)"
-        return TASK.format(device_name=device_name, device=cfg.device, source=source.strip(),
-                           listing=ws.listing(), max_turns=cfg.max_turns, wall=wall)
+        return TASK.format(
+            device_name=device_name,
+            device=cfg.device,
+            source=source.strip(),
+            listing=ws.listing(),
+            max_turns=cfg.max_turns,
+            wall=wall,
+        )
 
 
 def best_note(best):
     v = best["verdict"]
     if v.correct:
-        return (f"[best so far: turn {best['turn']}, reward {v.reward}, {v.runtime_ms:.4f} ms, "
-                f"{v.speedup_vs_eager:.2f}x eager]")
+        return (
+            f"[best so far: turn {best['turn']}, reward {v.reward}, {v.runtime_ms:.4f} ms, "
+            f"{v.speedup_vs_eager:.2f}x eager]"
+        )
     return f"[best so far: none correct yet (turn {best['turn']}: {v.status})]"
 
 

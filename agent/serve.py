@@ -6,6 +6,7 @@ returning Hermes-style `<tool_call>` blocks as OpenAI tool calls, plus vLLM's tr
 serving is vLLM. Two modes exist to test clients against real failures: --malformed cuts every tool call's
 arguments in half (invalid JSON), --unavailable-first N answers 503 to the first N completions.
 """
+
 import argparse
 import json
 import logging
@@ -40,8 +41,12 @@ class Server:
                 self.unavailable_left -= 1
                 return 503, _error("the server is warming up (--unavailable-first)", "service_unavailable")
             try:
-                g = self.policy.generate(messages, body.get("tools"), body.get("max_completion_tokens")
-                                         or body.get("max_tokens"), body.get("temperature"))
+                g = self.policy.generate(
+                    messages,
+                    body.get("tools"),
+                    body.get("max_completion_tokens") or body.get("max_tokens"),
+                    body.get("temperature"),
+                )
             except ContextTooLong as exc:
                 return 400, _error(str(exc), "context_length_exceeded")
             except PolicyError as exc:
@@ -54,21 +59,37 @@ class Server:
         for call in calls:
             arguments = json.dumps(call.arguments)
             if self.malformed:
-                arguments = arguments[:len(arguments) // 2]
-            tool_calls.append({"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function",
-                               "function": {"name": call.name, "arguments": arguments}})
+                arguments = arguments[: len(arguments) // 2]
+            tool_calls.append(
+                {
+                    "id": f"call_{uuid.uuid4().hex[:16]}",
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": arguments},
+                }
+            )
         message = {"role": "assistant", "content": content or None}
         if tool_calls:
             message["tool_calls"] = tool_calls
-        choice = {"index": 0, "message": message,
-                  "finish_reason": "tool_calls" if tool_calls else g.finish_reason}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else g.finish_reason}
         if body.get("logprobs"):
-            choice["logprobs"] = {"content": [{"token": self.policy.tokenizer.decode([t]), "logprob": lp}
-                                              for t, lp in zip(g.response_token_ids, g.response_logprobs)]}
-        answer = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-                  "model": self.name, "choices": [choice],
-                  "usage": {"prompt_tokens": len(g.prompt_token_ids), "completion_tokens": len(g.response_token_ids),
-                            "total_tokens": len(g.prompt_token_ids) + len(g.response_token_ids)}}
+            choice["logprobs"] = {
+                "content": [
+                    {"token": self.policy.tokenizer.decode([t]), "logprob": lp}
+                    for t, lp in zip(g.response_token_ids, g.response_logprobs)
+                ]
+            }
+        answer = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(g.prompt_token_ids),
+                "completion_tokens": len(g.response_token_ids),
+                "total_tokens": len(g.prompt_token_ids) + len(g.response_token_ids),
+            },
+        }
         if body.get("return_token_ids"):
             answer["prompt_token_ids"] = g.prompt_token_ids
             choice["token_ids"] = g.response_token_ids
@@ -113,12 +134,14 @@ def handler(server):
 
         def log_message(self, fmt, *args):
             log.info("%s %s", self.address_string(), fmt % args)
+
     return Handler
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m agent.serve", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agent.serve", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", required=True, help="a local checkpoint folder (or a hub name, where reachable)")
     parser.add_argument("--name", help="the model name clients use (default: --model)")
     parser.add_argument("--host", default="127.0.0.1")

@@ -3,6 +3,7 @@
 Every tool returns a compact text observation; none raises for anything the model did wrong (a bad path, a
 failed build, a wrong kernel): the observation says what happened and what to do.
 """
+
 import hashlib
 import json
 import os
@@ -21,37 +22,80 @@ from agent.workspace import MAX_FILE_BYTES, PathOutsideWorkspace, write_files
 
 
 def _tool(name, description, properties=None, required=()):
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties or {}, "required": list(required)}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties or {}, "required": list(required)},
+        },
+    }
 
 
 _PATH = {"type": "string", "description": "relative to the workspace (e.g. kernels/k.cu), or under reference/"}
 SCHEMAS = [
-    _tool("bash", "Run a shell command in a jailed copy of the workspace (no network, time-limited; file "
-                  "changes are copied back). Output is truncated.",
-          {"command": {"type": "string"},
-           "timeout": {"type": "integer", "description": "seconds (default 120, at most 600)"}}, ["command"]),
-    _tool("read_file", "Read a file (or list a folder). Long files are cut: ask for a line range.",
-          {"path": _PATH, "start_line": {"type": "integer", "description": "first line, from 1"},
-           "end_line": {"type": "integer", "description": "last line, inclusive"}}, ["path"]),
-    _tool("write_file", "Create or overwrite a file in the workspace with CONTENT.",
-          {"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
-    _tool("edit_file", "Replace OLD_STRING with NEW_STRING in a file. OLD_STRING must match exactly (whitespace "
-                       "included) and be unique unless replace_all is true.",
-          {"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
-           "replace_all": {"type": "boolean"}}, ["path", "old_string", "new_string"]),
-    _tool("search", "Search file contents with a regular expression (Python syntax) over the workspace and the "
-                    "read-only reference/ folder (examples, torch stable-ABI headers).",
-          {"pattern": {"type": "string"},
-           "path": {"type": "string", "description": "a file or folder to search in (default: everything)"},
-           "ignore_case": {"type": "boolean"}}, ["pattern"]),
+    _tool(
+        "bash",
+        "Run a shell command in a jailed copy of the workspace (no network, time-limited; file "
+        "changes are copied back). Output is truncated.",
+        {
+            "command": {"type": "string"},
+            "timeout": {"type": "integer", "description": "seconds (default 120, at most 600)"},
+        },
+        ["command"],
+    ),
+    _tool(
+        "read_file",
+        "Read a file (or list a folder). Long files are cut: ask for a line range.",
+        {
+            "path": _PATH,
+            "start_line": {"type": "integer", "description": "first line, from 1"},
+            "end_line": {"type": "integer", "description": "last line, inclusive"},
+        },
+        ["path"],
+    ),
+    _tool(
+        "write_file",
+        "Create or overwrite a file in the workspace with CONTENT.",
+        {"path": _PATH, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    _tool(
+        "edit_file",
+        "Replace OLD_STRING with NEW_STRING in a file. OLD_STRING must match exactly (whitespace "
+        "included) and be unique unless replace_all is true.",
+        {
+            "path": _PATH,
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
+        },
+        ["path", "old_string", "new_string"],
+    ),
+    _tool(
+        "search",
+        "Search file contents with a regular expression (Python syntax) over the workspace and the "
+        "read-only reference/ folder (examples, torch stable-ABI headers).",
+        {
+            "pattern": {"type": "string"},
+            "path": {"type": "string", "description": "a file or folder to search in (default: everything)"},
+            "ignore_case": {"type": "boolean"},
+        },
+        ["pattern"],
+    ),
     _tool("compile", "Build binding.cpp and kernels/ as the sandbox does; returns the compiler's errors if any."),
-    _tool("verify", "Evaluate the solution in the sandbox: build, correctness on fresh random inputs, timing "
-                    "against PyTorch eager and torch.compile, and the reward."),
+    _tool(
+        "verify",
+        "Evaluate the solution in the sandbox: build, correctness on fresh random inputs, timing "
+        "against PyTorch eager and torch.compile, and the reward.",
+    ),
     _tool("profile", "Verify, and also return the per-kernel time tables of the reference and of your solution."),
-    _tool("submit", "Finish the episode. The current files are verified first if they changed; the best "
-                    "verified solution of the episode is the result.",
-          {"summary": {"type": "string", "description": "what you did, in a sentence or two"}}),
+    _tool(
+        "submit",
+        "Finish the episode. The current files are verified first if they changed; the best "
+        "verified solution of the episode is the result.",
+        {"summary": {"type": "string", "description": "what you did, in a sentence or two"}},
+    ),
 ]
 TOOL_NAMES = [s["function"]["name"] for s in SCHEMAS]
 _TYPES = {"string": str, "integer": int, "boolean": bool, "number": (int, float)}
@@ -125,8 +169,9 @@ class Tools:
         real = self.ws.resolve(path)
         if real.is_dir():
             entries = sorted(p for p in real.iterdir() if p.name not in _SKIP_DIRS)
-            listing = "\n".join(f"{p.name}/" if p.is_dir() else f"{p.name}  ({p.stat().st_size} bytes)"
-                                for p in entries)
+            listing = "\n".join(
+                f"{p.name}/" if p.is_dir() else f"{p.name}  ({p.stat().st_size} bytes)" for p in entries
+            )
             return Result(f"{path}/:\n{listing or '(empty)'}")
         if not real.is_file():
             return Result(f"error: {path} does not exist")
@@ -136,7 +181,7 @@ class Tools:
             header = f"{path} ({len(lines)} lines)"
         else:
             first, last = max(1, start_line or 1), min(len(lines), end_line or len(lines))
-            text = "".join(lines[first - 1:last])
+            text = "".join(lines[first - 1 : last])
             header = f"{path} lines {first}-{last} of {len(lines)}"
         return Result(f"{header}\n{truncate(text, self.observation_chars - 200, 'read a line range')}")
 
@@ -157,11 +202,15 @@ class Tools:
         text = real.read_text(errors="replace")
         count = text.count(old_string) if old_string else 0
         if count == 0:
-            return Result(f"error: old_string was not found in {path}; read the file and copy the text exactly "
-                          f"(whitespace included)")
+            return Result(
+                f"error: old_string was not found in {path}; read the file and copy the text exactly "
+                f"(whitespace included)"
+            )
         if count > 1 and not replace_all:
-            return Result(f"error: old_string occurs {count} times in {path}; add surrounding lines to make it "
-                          f"unique, or set replace_all")
+            return Result(
+                f"error: old_string occurs {count} times in {path}; add surrounding lines to make it "
+                f"unique, or set replace_all"
+            )
         real.write_text(text.replace(old_string, new_string, -1 if replace_all else 1))
         return Result(f"edited {path}: replaced {count if replace_all else 1} occurrence(s)")
 
@@ -211,6 +260,7 @@ class Tools:
     # -- sandbox stages ---------------------------------------------------------------------------------------
     def tool_compile(self):
         from sandbox.native import build_workspace
+
         files = self.ws.solution_files()
         syntax = python_syntax_error(files)
         with tempfile.TemporaryDirectory(prefix="ks-agent-") as tmp, Jail("build", self.ws.device, uid_slot=3) as jail:
@@ -218,11 +268,12 @@ class Tools:
             try:
                 result = build_workspace(tmp, self.ws.device, jail=jail, timeout=self.config.timeout_s)
             except BuildError as exc:
-                return Result(f"compile failed:\n{exc}\n--- end of the compiler output ---\n"
-                              f"{exc.log[-3000:]}{syntax}")
+                return Result(f"compile failed:\n{exc}\n--- end of the compiler output ---\n{exc.log[-3000:]}{syntax}")
         how = "already built (cached)" if result.cached else f"compiled in {result.seconds:.1f} s"
-        return Result(f"{how}: binding.cpp and {sum(k.startswith('kernels/') for k in files)} kernel file(s)"
-                      f"{syntax or '. model_new.py parses; verify runs it.'}")
+        return Result(
+            f"{how}: binding.cpp and {sum(k.startswith('kernels/') for k in files)} kernel file(s)"
+            f"{syntax or '. model_new.py parses; verify runs it.'}"
+        )
 
     def tool_verify(self):
         return self._evaluate(profile=False)
@@ -294,8 +345,9 @@ def describe_verdict(v, profile=False):
     lines = [f"verify: {v.status}, reward {v.reward}"]
     if v.correct:
         passed = sum(1 for t in v.trials if t.get("ok"))
-        lines.append(f"correct on {passed} trials (max abs error {v.max_abs_error:.2e}, max rel error "
-                     f"{v.max_rel_error:.2e})")
+        lines.append(
+            f"correct on {passed} trials (max abs error {v.max_abs_error:.2e}, max rel error {v.max_rel_error:.2e})"
+        )
         spread = v.timing.get("candidate", {}).get("spread_pct")
         lines.append(f"runtime {v.runtime_ms:.4f} ms" + (f" (spread {spread:.0f}%)" if spread is not None else ""))
         if v.eager_ms is not None and v.speedup_vs_eager is not None:
@@ -308,17 +360,21 @@ def describe_verdict(v, profile=False):
     else:
         for trial in v.trials:
             if not trial.get("ok"):
-                lines.append(f"{trial['trial']}: max abs error {trial['max_abs_error']:.3g}, "
-                             f"max rel error {trial['max_rel_error']:.3g}")
+                lines.append(
+                    f"{trial['trial']}: max abs error {trial['max_abs_error']:.3g}, "
+                    f"max rel error {trial['max_rel_error']:.3g}"
+                )
         if v.violations:
             lines.append("violations: " + "; ".join(v.violations))
         if v.status == "compile_error":
             from sandbox.native.build import summarize_errors
+
             lines.append(summarize_errors(v.log) or v.log[-3000:])
         elif v.log:
             lines.append(v.log[-4000:])
     if profile and v.profile:
         from sandbox.profiling import format_table
+
         for who in ("reference", "candidate"):
             if who in v.profile:
                 lines.append(f"\n{who} kernels:\n{format_table(v.profile[who])}")
@@ -327,5 +383,6 @@ def describe_verdict(v, profile=False):
 
 def _next_milestone(v):
     from sandbox.reward import next_goal
+
     goal = next_goal(v.reward_schedule, v.reward)
     return f"next milestone ({goal})" if goal else "top reward reached; further speedups are still welcome"

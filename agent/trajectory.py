@@ -1,4 +1,5 @@
 """Records of an episode: ToolCall, Turn and Trajectory, their JSON round-trip, and the token data training needs."""
+
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -11,6 +12,7 @@ def _from(cls, data):
 @dataclass
 class ToolCall:
     """One tool call of a turn and what it returned. `error` set: the call could not be run (bad JSON, unknown tool)."""
+
     name: str
     arguments: dict = field(default_factory=dict)
     id: str = ""
@@ -21,10 +23,12 @@ class ToolCall:
 
     def describe(self):
         """`name(key=value, ...)` with long values cut, for condensed context and progress lines."""
+
         def short(value):
             text = value if isinstance(value, str) else json.dumps(value)
             text = text.replace("\n", "\\n")
             return text if len(text) <= 60 else text[:57] + "..."
+
         return f"{self.name}(" + ", ".join(f"{k}={short(v)}" for k, v in self.arguments.items()) + ")"
 
 
@@ -109,8 +113,8 @@ class Trajectory:
             prompt, response = turn.prompt_token_ids, turn.response_token_ids
             logprobs = turn.response_logprobs or [0.0] * len(response)
             last = sequences[-1] if sequences else None
-            if last and len(prompt) >= len(last["token_ids"]) and prompt[:len(last["token_ids"])] == last["token_ids"]:
-                new = prompt[len(last["token_ids"]):]
+            if last and len(prompt) >= len(last["token_ids"]) and prompt[: len(last["token_ids"])] == last["token_ids"]:
+                new = prompt[len(last["token_ids"]) :]
             else:
                 last = {"token_ids": [], "loss_mask": [], "logprobs": []}
                 sequences.append(last)
@@ -129,9 +133,13 @@ def _compress(turns):
     previous = None
     for turn in turns:
         prompt, response = turn.get("prompt_token_ids"), turn.get("response_token_ids")
-        if prompt is not None and previous is not None and prompt[:len(previous)] == previous \
-                and len(prompt) >= len(previous):
-            turn["prompt_token_ids"] = prompt[len(previous):]
+        if (
+            prompt is not None
+            and previous is not None
+            and prompt[: len(previous)] == previous
+            and len(prompt) >= len(previous)
+        ):
+            turn["prompt_token_ids"] = prompt[len(previous) :]
             turn["prompt_extends_previous"] = len(previous)
         previous = (prompt + response) if prompt is not None and response is not None else None
     return turns

@@ -1,4 +1,5 @@
 """The episode's workspace: a folder with the problem, SKILL.md and a native kernel layout, and path confinement."""
+
 import logging
 import os
 import shutil
@@ -24,6 +25,7 @@ class PathOutsideWorkspace(ValueError):
 def reference_roots():
     """Read-only folders the agent may read and search, by the name they have under `reference/`."""
     import torch
+
     roots = {"examples": EXAMPLES}
     stable = Path(torch.__file__).parent / "include" / "torch" / "csrc" / "stable"
     if stable.is_dir():
@@ -31,7 +33,7 @@ def reference_roots():
     return roots
 
 
-MODEL_NEW = '''import torch
+MODEL_NEW = """import torch
 import torch.nn as nn
 
 from sandbox.native import load_extension
@@ -50,9 +52,9 @@ class ModelNew(nn.Module):
         raise NotImplementedError(
             "ModelNew.forward is not written yet: compute Model's output with your kernels, through ext "
             "(see SKILL.md; ext.copy is the starter's example op)")
-'''
+"""
 
-BINDING_CPU = '''#include <torch/csrc/stable/library.h>
+BINDING_CPU = """#include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 
@@ -70,17 +72,17 @@ Tensor copy(Tensor x) {
 
 STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("copy(Tensor x) -> Tensor"); }
 STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("copy", TORCH_BOX(&copy)); }
-'''
+"""
 
-KERNEL_CPU = '''#include <cstdint>
+KERNEL_CPU = """#include <cstdint>
 
 void copy_forward(const float* x, float* y, int64_t n) {
     #pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) y[i] = x[i];
 }
-'''
+"""
 
-BINDING_CUDA = '''#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+BINDING_CUDA = """#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -104,9 +106,9 @@ Tensor copy(Tensor x) {
 
 STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("copy(Tensor x) -> Tensor"); }
 STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CUDA, m) { m.impl("copy", TORCH_BOX(&copy)); }
-'''
+"""
 
-KERNEL_CUDA = '''#include <cstdint>
+KERNEL_CUDA = """#include <cstdint>
 #include <cuda_runtime.h>
 
 __global__ void copy_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
@@ -121,14 +123,17 @@ void copy_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
     if (blocks > 65535) blocks = 65535;
     copy_kernel<<<blocks, threads, 0, stream>>>(x, y, n);
 }
-'''
+"""
 
 
 def starter_files(device):
     """{relative path: text} of the solution files a fresh workspace starts with."""
     cuda = device == "cuda"
-    return {"model_new.py": MODEL_NEW, "binding.cpp": BINDING_CUDA if cuda else BINDING_CPU,
-            f"{SOLUTION_FOLDER}/{'copy.cu' if cuda else 'copy.cpp'}": KERNEL_CUDA if cuda else KERNEL_CPU}
+    return {
+        "model_new.py": MODEL_NEW,
+        "binding.cpp": BINDING_CUDA if cuda else BINDING_CPU,
+        f"{SOLUTION_FOLDER}/{'copy.cu' if cuda else 'copy.cpp'}": KERNEL_CUDA if cuda else KERNEL_CPU,
+    }
 
 
 class Workspace:
@@ -137,8 +142,9 @@ class Workspace:
     def __init__(self, root, device, references=None):
         self.root = Path(root).resolve()
         self.device = device
-        self.references = {name: Path(p).resolve() for name, p in
-                           (reference_roots() if references is None else references).items()}
+        self.references = {
+            name: Path(p).resolve() for name, p in (reference_roots() if references is None else references).items()
+        }
 
     @property
     def problem(self):
@@ -173,8 +179,9 @@ class Workspace:
             inside = Path(text).resolve()
             if os.path.isabs(text) and (inside == self.root or self.root in inside.parents):
                 return inside
-            raise PathOutsideWorkspace(f"{text!r} is outside the workspace: give a path relative to it, "
-                                       f"e.g. kernels/k.cu")
+            raise PathOutsideWorkspace(
+                f"{text!r} is outside the workspace: give a path relative to it, e.g. kernels/k.cu"
+            )
         base = self.root
         if parts and parts[0] == "reference":
             if write:
@@ -207,8 +214,12 @@ class Workspace:
         kernels = self.root / SOLUTION_FOLDER
         if kernels.is_dir():
             for path in sorted(kernels.rglob("*")):
-                if path.suffix in SOURCE_SUFFIXES and path.is_file() and not path.is_symlink() \
-                        and path.stat().st_size <= MAX_FILE_BYTES:
+                if (
+                    path.suffix in SOURCE_SUFFIXES
+                    and path.is_file()
+                    and not path.is_symlink()
+                    and path.stat().st_size <= MAX_FILE_BYTES
+                ):
                     files[str(path.relative_to(self.root))] = path.read_text(errors="replace")
         return files
 

@@ -1,4 +1,5 @@
 """`python -m bench [NAME ...]`: run the named benchmarks (all of them by default; GPU ones skip without CUDA)."""
+
 import argparse
 import importlib
 import pkgutil

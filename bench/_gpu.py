@@ -1,4 +1,5 @@
 """What the GPU benchmarks share: the GPU check, KernelBench problems and solutions, a private sandbox cache, tables."""
+
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ PROBLEM_SOURCES = problems_file.SOURCES  # bench.heuristic_kernelbench and bench
 def gpu_missing(name):
     """None where CUDA is usable, else the line to print: GPU benchmarks skip themselves on CPU machines."""
     import torch
+
     if torch.cuda.is_available():
         return None
     return f"bench.{name}: needs a CUDA GPU (torch.cuda.is_available() is False here); skipped"
@@ -55,7 +57,8 @@ def table(headers, rows):
     """A plain text table, columns as wide as their widest cell."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-             for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -8,6 +8,7 @@ Native builds run unjailed through sandbox.native.build_workspace with a private
 before each cold repetition (the per-worker cache is otherwise kept). Each load_inline runs in a fresh
 interpreter with a fresh TORCH_EXTENSIONS_DIR; its rebuild reuses that folder, as a worker would.
 """
+
 import argparse
 import json
 import os
@@ -40,9 +41,12 @@ static unsigned relu_blocks(long long n4) {
 }
 """
 
-NATIVE_CU = r"""#include <cuda_runtime.h>
+NATIVE_CU = (
+    r"""#include <cuda_runtime.h>
 #include <cstdint>
-""" + KERNEL + r"""
+"""
+    + KERNEL
+    + r"""
 const char* ks_bench_relu(const float* x, float* y, int64_t n, void* stream) {
   const long long n4 = n / 4;  // the binding checks n % 4 == 0
   relu_kernel<<<relu_blocks(n4), 256, 0, static_cast<cudaStream_t>(stream)>>>(
@@ -51,6 +55,7 @@ const char* ks_bench_relu(const float* x, float* y, int64_t n, void* stream) {
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 """
+)
 
 NATIVE_BINDING = r"""#include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/library.h>
@@ -89,10 +94,13 @@ KS_LIBRARY(KS_NAMESPACE, m) { m.def("relu(Tensor x, Tensor(a!) out) -> ()"); }
 KS_LIBRARY_IMPL(KS_NAMESPACE, CUDA, m) { m.impl("relu", &boxed_relu); }
 """
 
-INLINE_CU = r"""#include <torch/extension.h>
+INLINE_CU = (
+    r"""#include <torch/extension.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
-""" + KERNEL + r"""
+"""
+    + KERNEL
+    + r"""
 torch::Tensor relu(torch::Tensor x) {
   TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32 && x.is_contiguous() && x.numel() % 4 == 0,
               "relu takes a contiguous float32 CUDA tensor of 4k elements");
@@ -104,6 +112,7 @@ torch::Tensor relu(torch::Tensor x) {
   return y;
 }
 """
+)
 
 # Run in a fresh interpreter: times load_inline alone, then checks the result.
 INLINE_SCRIPT = r"""
@@ -131,6 +140,7 @@ def native_builds(workspace, reps):
     """(cold seconds per repetition, cached seconds per repetition, max error of the built op)."""
     import torch
     from sandbox.native.build import build_workspace, cached_library, import_library, workspace_key
+
     key = workspace_key(workspace, "cuda")
     entry = cached_library(key, f"ks_{key[:16]}").parent
     cold, cached = [], []
@@ -155,10 +165,12 @@ def native_builds(workspace, reps):
 def inline_build(extensions_dir):
     """One load_inline in a fresh interpreter: {"seconds", "max_error"}."""
     from sandbox import settings
+
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(extensions_dir), "MAX_JOBS": str(settings.MAX_JOBS)}
     sources = json.dumps({"cpp": "torch::Tensor relu(torch::Tensor x);", "cu": INLINE_CU})
-    proc = subprocess.run([sys.executable, "-c", INLINE_SCRIPT, sources], env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", INLINE_SCRIPT, sources], env=env, capture_output=True, text=True, timeout=900
+    )
     if proc.returncode:
         raise SystemExit(f"load_inline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -176,9 +188,13 @@ def main(argv):
     import torch
     from sandbox import settings
     from sandbox.native.build import toolchain
+
     tc = toolchain("cuda")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {tc['nvcc_version']}, {tc['cxx_version']}, "
-          f"MAX_JOBS={settings.MAX_JOBS}", flush=True)
+    print(
+        f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {tc['nvcc_version']}, {tc['cxx_version']}, "
+        f"MAX_JOBS={settings.MAX_JOBS}",
+        flush=True,
+    )
     with private_cache("ks-bench-build-"), tempfile.TemporaryDirectory(prefix="ks-bench-build-") as tmp:
         tmp = Path(tmp)
         cold, cached, native_error = native_builds(write_workspace(tmp / "workspace"), args.reps)
@@ -197,8 +213,10 @@ def main(argv):
     ]
     print()
     print(table(("build of one ReLU kernel", "n", "median s"), rows))
-    print(f"cold load_inline / cold native: {inline_cold / native_cold:.1f}x   "
-          f"(max |error| native {native_error:.1e}, load_inline {max(r['max_error'] for r in inline):.1e})")
+    print(
+        f"cold load_inline / cold native: {inline_cold / native_cold:.1f}x   "
+        f"(max |error| native {native_error:.1e}, load_inline {max(r['max_error'] for r in inline):.1e})"
+    )
     print(f"reproduce: python -m bench.build_speed --reps {args.reps} --inline-reps {args.inline_reps}")
     return 0
 

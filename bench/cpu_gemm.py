@@ -7,6 +7,7 @@ Each problem is one episode, as `python -m agent optimize PROBLEM.py --policy he
 fresh sandbox cache, so the eager baseline is measured in this run beside the solution. The sandbox's thread count
 (KS_CPU_THREADS, default min(4, cores)) holds for both. A problem the heuristic does not plan shows its reason.
 """
+
 import argparse
 import sys
 import tempfile
@@ -18,7 +19,9 @@ from bench._gpu import private_cache, table
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
 PROBLEMS = {
     # A transformer-sized projection of a few hundred rows: the CPU GEMM issue 16 measured at 0.24x eager.
-    "linear_gelu": ("Linear + activation", '''class Model(nn.Module):
+    "linear_gelu": (
+        "Linear + activation",
+        """class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.proj = nn.Linear(1024, 1024)
@@ -33,8 +36,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
-    "linear_silu_up": ("Linear + activation", '''class Model(nn.Module):
+""",
+    ),
+    "linear_silu_up": (
+        "Linear + activation",
+        """class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.up = nn.Linear(768, 3072)
@@ -49,8 +55,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
-    "gated_mlp": ("gated MLP", '''class Model(nn.Module):
+""",
+    ),
+    "gated_mlp": (
+        "gated MLP",
+        """class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.gate = nn.Linear(512, 1376, bias=False)
@@ -67,8 +76,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
-    "attention_scores": ("batched matmul", '''class Model(nn.Module):
+""",
+    ),
+    "attention_scores": (
+        "batched matmul",
+        """class Model(nn.Module):
     def forward(self, q, k):
         return torch.matmul(q, k) * 0.125
 
@@ -79,8 +91,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
-    "conv2d_relu": ("Conv2d + activation", '''class Model(nn.Module):
+""",
+    ),
+    "conv2d_relu": (
+        "Conv2d + activation",
+        """class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(32, 64, 3, padding=1)
@@ -95,7 +110,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''),
+""",
+    ),
 }
 TARGET = {"Linear + activation": 0.8}
 
@@ -104,6 +120,7 @@ def run(name, source, compiled):
     from agent.loop import Episode, EpisodeConfig
     from agent.policies import make_policy
     from sandbox import EvalConfig
+
     with tempfile.TemporaryDirectory(prefix="ks-bench-cpu-gemm-") as tmp:
         problem = Path(tmp) / f"{name}.py"
         problem.write_text(HEADER + source)
@@ -120,6 +137,7 @@ def main(argv):
     args = parser.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     from sandbox import settings
+
     rows = []
     with private_cache("ks-bench-cpu-gemm-"):
         for name, (kind, source) in PROBLEMS.items():
@@ -131,19 +149,36 @@ def main(argv):
             if v["correct"]:
                 speedup = v["speedup_vs_eager"]
                 met = "" if target is None else ("met" if speedup >= target else "MISSED")
-                rows.append([name, kind, f"{v['runtime_ms']:.3f}", f"{v['eager_ms']:.3f}", f"{speedup:.2f}x",
-                             f"{v['speedup_vs_compiled']:.2f}x" if v.get("speedup_vs_compiled") else "-",
-                             f">= {target}x {met}" if target else "-", f"{seconds:.0f}"])
+                rows.append(
+                    [
+                        name,
+                        kind,
+                        f"{v['runtime_ms']:.3f}",
+                        f"{v['eager_ms']:.3f}",
+                        f"{speedup:.2f}x",
+                        f"{v['speedup_vs_compiled']:.2f}x" if v.get("speedup_vs_compiled") else "-",
+                        f">= {target}x {met}" if target else "-",
+                        f"{seconds:.0f}",
+                    ]
+                )
             else:
                 refused = traj.stop_reason.startswith("policy_error: no kernel written")
-                rows.append([name, kind, "-", "-", "-", "-", "not planned" if refused else v["status"],
-                             f"{seconds:.0f}"])
+                rows.append(
+                    [name, kind, "-", "-", "-", "-", "not planned" if refused else v["status"], f"{seconds:.0f}"]
+                )
             print(f"{name}: {v['status']}; {traj.stop_reason[:300]}", flush=True)
     print(f"\nCPU target, {settings.CPU_THREADS} thread(s) (KS_CPU_THREADS), medians of the sandbox's timing")
-    print(table(["problem", "kind", "solution ms", "eager ms", "vs eager", "vs compile", "target or status",
-                 "episode s"], rows))
-    print("reproduce: python -m bench.cpu_gemm" + (f" --only {args.only}" if args.only else "")
-          + (" --compiled" if args.compiled else ""))
+    print(
+        table(
+            ["problem", "kind", "solution ms", "eager ms", "vs eager", "vs compile", "target or status", "episode s"],
+            rows,
+        )
+    )
+    print(
+        "reproduce: python -m bench.cpu_gemm"
+        + (f" --only {args.only}" if args.only else "")
+        + (" --compiled" if args.compiled else "")
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ rest, most common first. Correctness and speed are the GPU evaluation's (`bench.
 
     python -m bench.heuristic_coverage [--problems tests/gpu/data/problems.jsonl] [--levels 1,2,3] [--top 12]
 """
+
 import argparse
 import collections
 import contextlib
@@ -23,6 +24,7 @@ def plan_of(code, folder):
     """('kind', describe) or ('unsupported', reason) of one problem's source."""
     from agent.heuristic.analyze import analyze
     from agent.heuristic.plan import Unsupported, make_plan
+
     path = Path(folder) / "problem.py"
     path.write_text(code)
     try:

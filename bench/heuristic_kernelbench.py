@@ -3,6 +3,7 @@ and torch.compile, geometric-mean speedups, per level. Problems it cannot plan e
 
     python -m bench.heuristic_kernelbench --levels 1,2 [--limit N] [--only NAME,NAME] [--budget-s S]
 """
+
 import argparse
 import json
 import math
@@ -26,15 +27,20 @@ def geomean(values):
 
 
 def summarize(results):
-    lines = ["| level | problems | correct | > eager | > compile | geomean vs eager (correct) | "
-             "geomean vs compile (correct) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| level | problems | correct | > eager | > compile | geomean vs eager (correct) | "
+        "geomean vs compile (correct) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for level in sorted({r["level"] for r in results}):
         rows = [r for r in results if r["level"] == level]
         ok = [r for r in rows if r["correct"]]
         n = len(rows)
-        lines.append(f"| {level} | {n} | {len(ok)}/{n} | {sum(r['eager'] > 1 for r in ok)}/{n} | "
-                     f"{sum(r['compiled'] > 1 for r in ok)}/{n} | {geomean([r['eager'] for r in ok]):.2f} | "
-                     f"{geomean([r['compiled'] for r in ok]):.2f} |")
+        lines.append(
+            f"| {level} | {n} | {len(ok)}/{n} | {sum(r['eager'] > 1 for r in ok)}/{n} | "
+            f"{sum(r['compiled'] > 1 for r in ok)}/{n} | {geomean([r['eager'] for r in ok]):.2f} | "
+            f"{geomean([r['compiled'] for r in ok]):.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -52,10 +58,14 @@ def main(argv):
         return 0
     from agent.loop import Episode, EpisodeConfig
     from agent.policies import make_policy
+
     problems = load_problems({int(x) for x in args.levels.split(",")}, set(filter(None, args.only.split(","))))
     if args.limit:
-        problems = [p for level in sorted({p["level"] for p in problems})
-                    for p in [q for q in problems if q["level"] == level][:args.limit]]
+        problems = [
+            p
+            for level in sorted({p["level"] for p in problems})
+            for p in [q for q in problems if q["level"] == level][: args.limit]
+        ]
     results, start = [], time.monotonic()
     for row in problems:
         if args.budget_s and time.monotonic() - start > args.budget_s:
@@ -66,21 +76,38 @@ def main(argv):
             with open(path, "w") as fh:
                 fh.write(row["code"])
             t0 = time.monotonic()
-            traj = Episode(path, make_policy("heuristic"), f"{tmp}/workspace", EpisodeConfig(device="cuda", max_turns=12)).run()
+            traj = Episode(
+                path, make_policy("heuristic"), f"{tmp}/workspace", EpisodeConfig(device="cuda", max_turns=12)
+            ).run()
             v = traj.verdict
-            results.append({"level": row["level"], "name": row["name"], "correct": bool(v["correct"]),
-                            "reward": v["reward"], "eager": v.get("speedup_vs_eager") or 0.0,
-                            "compiled": v.get("speedup_vs_compiled") or 0.0, "stop": traj.stop_reason[:160],
-                            "turns": len(traj.turns), "seconds": round(time.monotonic() - t0, 1)})
+            results.append(
+                {
+                    "level": row["level"],
+                    "name": row["name"],
+                    "correct": bool(v["correct"]),
+                    "reward": v["reward"],
+                    "eager": v.get("speedup_vs_eager") or 0.0,
+                    "compiled": v.get("speedup_vs_compiled") or 0.0,
+                    "stop": traj.stop_reason[:160],
+                    "turns": len(traj.turns),
+                    "seconds": round(time.monotonic() - t0, 1),
+                }
+            )
             r = results[-1]
-            print(f"L{r['level']} {r['name']}: reward {r['reward']}, {r['eager']:.2f}x eager, {r['compiled']:.2f}x "
-                  f"compiled, {r['turns']} turns, {r['seconds']} s ({r['stop'][:100]})", flush=True)
+            print(
+                f"L{r['level']} {r['name']}: reward {r['reward']}, {r['eager']:.2f}x eager, {r['compiled']:.2f}x "
+                f"compiled, {r['turns']} turns, {r['seconds']} s ({r['stop'][:100]})",
+                flush=True,
+            )
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(results, fh, indent=1)
     print(summarize(results))
-    print(f"reproduce: python -m bench.heuristic_kernelbench --levels {args.levels}"
-          + (f" --limit {args.limit}" if args.limit else "") + (f" --only {args.only}" if args.only else ""))
+    print(
+        f"reproduce: python -m bench.heuristic_kernelbench --levels {args.levels}"
+        + (f" --limit {args.limit}" if args.limit else "")
+        + (f" --only {args.only}" if args.only else "")
+    )
     return 0
 
 

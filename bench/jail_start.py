@@ -5,6 +5,7 @@
 Prints the median wall time of each, the jail's overhead (jailed - bare) and the isolation in force; the design
 target is an overhead of at most 0.3 s per jailed start.
 """
+
 import argparse
 import statistics
 import subprocess

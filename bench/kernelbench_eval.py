@@ -12,6 +12,7 @@ problem and cached in KS_CACHE_DIR (default ~/.cache/kernel-studio), so a re-run
 Episodes time on the same GPU at once: fewer --workers means less overlap between timings (and GPU memory), more
 means a shorter run.
 """
+
 import argparse
 import os
 import sys
@@ -27,8 +28,12 @@ def main(argv):
     parser.add_argument("--levels", default="1,2,3")
     # KernelBench's level-1 inputs take up to ~26 GB of GPU memory while a problem is validated: on an 80 GB H100,
     # 6 episodes at once ran out of memory (measured), 3 did not.
-    parser.add_argument("--workers", type=int, default=max(1, min(3, (os.cpu_count() or 2) // 2)),
-                        help="episodes at once (default: half the cores, at most 3: GPU memory bounds it)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, min(3, (os.cpu_count() or 2) // 2)),
+        help="episodes at once (default: half the cores, at most 3: GPU memory bounds it)",
+    )
     parser.add_argument("--budget-s", type=float, default=300, help="start no episode after this many seconds")
     parser.add_argument("--wall-clock", type=float, default=240, help="seconds of turns per episode")
     parser.add_argument("--max-turns", type=int, default=12)
@@ -36,12 +41,19 @@ def main(argv):
     parser.add_argument("--limit", type=int, default=None, help="at most this many problems per level")
     parser.add_argument("--shard", default=None, help="K/N: only the K-th of N interleaved parts")
     parser.add_argument("--names", default="", help="comma-separated problem names")
-    parser.add_argument("--rerun", action="store_true", help="with --names: run those problems again although "
-                                                             "results are stored (the policy changed since)")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="with --names: run those problems again although results are stored (the policy changed since)",
+    )
     parser.add_argument("--report", action="store_true", help="only print the table of what is stored")
-    parser.add_argument("--problems", default=None, help="problems.jsonl or a KernelBench checkout (default: "
-                                                          "KS_KERNELBENCH_PROBLEMS, tests/gpu/data/problems.jsonl, "
-                                                          "else ../shared/kernelbench)")
+    parser.add_argument(
+        "--problems",
+        default=None,
+        help="problems.jsonl or a KernelBench checkout (default: "
+        "KS_KERNELBENCH_PROBLEMS, tests/gpu/data/problems.jsonl, "
+        "else ../shared/kernelbench)",
+    )
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cpu: a dry run of this script")
     args = parser.parse_args(argv)
     from training.cli import main as training
@@ -56,22 +68,52 @@ def main(argv):
     if source is None:
         print(problems_file.missing_message())
         return 2
-    selection = ["--levels", args.levels] + (["--limit", str(args.limit)] if args.limit else []) + \
-        (["--shard", args.shard] if args.shard else []) + (["--names", args.names] if args.names else [])
-    command = ["evaluate", "--problems", str(source), *selection, "--policy", "heuristic", "--device", args.device,
-               "--max-turns", str(args.max_turns), "--wall-clock", str(args.wall_clock), "--out", args.out,
-               "--workers", str(args.workers), "--in-process", "--resume", "--stop-after", str(args.budget_s)] + \
-        (["--rerun"] if args.rerun else [])
+    selection = (
+        ["--levels", args.levels]
+        + (["--limit", str(args.limit)] if args.limit else [])
+        + (["--shard", args.shard] if args.shard else [])
+        + (["--names", args.names] if args.names else [])
+    )
+    command = [
+        "evaluate",
+        "--problems",
+        str(source),
+        *selection,
+        "--policy",
+        "heuristic",
+        "--device",
+        args.device,
+        "--max-turns",
+        str(args.max_turns),
+        "--wall-clock",
+        str(args.wall_clock),
+        "--out",
+        args.out,
+        "--workers",
+        str(args.workers),
+        "--in-process",
+        "--resume",
+        "--stop-after",
+        str(args.budget_s),
+    ] + (["--rerun"] if args.rerun else [])
     status = training(command)
     from training.evaluation import problems
     from training.evaluation.folder import EvalFolder
-    chosen = problems.select(problems.read_problems(source), problems.parse_levels(args.levels), None,
-                             set(filter(None, args.names.split(","))) or None, args.limit,
-                             problems.parse_shard(args.shard) if args.shard else None)
+
+    chosen = problems.select(
+        problems.read_problems(source),
+        problems.parse_levels(args.levels),
+        None,
+        set(filter(None, args.names.split(","))) or None,
+        args.limit,
+        problems.parse_shard(args.shard) if args.shard else None,
+    )
     finished = {key for _, key in EvalFolder(args.out).finished()}
     left = sum(p.key not in finished for p in chosen)
-    print(f"{len(chosen) - left} of {len(chosen)} selected problem(s) have a result"
-          + (f"; {left} left: run the same command again" if left else ""))
+    print(
+        f"{len(chosen) - left} of {len(chosen)} selected problem(s) have a result"
+        + (f"; {left} left: run the same command again" if left else "")
+    )
     print("reproduce: python -m bench.kernelbench_eval " + " ".join(argv))
     return status
 

@@ -6,6 +6,7 @@ and KernelBench's problems (tests/gpu/data/problems.jsonl or ../shared/kernelben
 
     python -m bench.level2_eval_time [--problem 63_Gemm_ReLU_Divide]
 """
+
 import argparse
 import sys
 import tempfile
@@ -18,21 +19,29 @@ TARGET_S = 15.0
 
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.level2_eval_time", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--problem", default="63_Gemm_ReLU_Divide",
-                        help="a level-2 problem with a solution under tests/gpu/solutions/level2")
+    parser.add_argument(
+        "--problem",
+        default="63_Gemm_ReLU_Divide",
+        help="a level-2 problem with a solution under tests/gpu/solutions/level2",
+    )
     args = parser.parse_args(argv)
     missing = gpu_missing("level2_eval_time")
     if missing:
         print(missing)
         return 0
     from sandbox import evaluate
+
     solution = SOLUTIONS / "level2" / args.problem
     solution = solution if solution.is_dir() else solution.with_suffix(".py")
     rows = []
     with private_cache("ks-bench-level2-"), tempfile.TemporaryDirectory(prefix="ks-bench-level2-") as tmp:
         problem = kernelbench_problem(2, args.problem, tmp)
-        calls = (("first (cold)", True), ("second (cached)", True), ("third (cached), no float64 check", False),
-                 ("fourth (cached)", True))
+        calls = (
+            ("first (cold)", True),
+            ("second (cached)", True),
+            ("third (cached), no float64 check", False),
+            ("fourth (cached)", True),
+        )
         for call, precise in calls:
             t0 = time.perf_counter()
             verdict = evaluate(str(problem), str(solution), device="cuda", precision_check=precise)
@@ -40,10 +49,17 @@ def main(argv):
             print(f"{call}: {seconds:.1f} s, {verdict.summary()}; stages {verdict.timing.get('stages_s')}", flush=True)
             if verdict.status != "ok":
                 print(verdict.log)
-            rows.append((call, f"{seconds:.1f}", verdict.status, verdict.reward,
-                         f"{verdict.speedup_vs_eager:.2f}" if verdict.speedup_vs_eager else "-",
-                         f"{verdict.speedup_vs_compiled:.2f}" if verdict.speedup_vs_compiled else "-",
-                         f"{verdict.compile_s:.2f}" if verdict.compile_s is not None else "-"))
+            rows.append(
+                (
+                    call,
+                    f"{seconds:.1f}",
+                    verdict.status,
+                    verdict.reward,
+                    f"{verdict.speedup_vs_eager:.2f}" if verdict.speedup_vs_eager else "-",
+                    f"{verdict.speedup_vs_compiled:.2f}" if verdict.speedup_vs_compiled else "-",
+                    f"{verdict.compile_s:.2f}" if verdict.compile_s is not None else "-",
+                )
+            )
     print()
     print(table(("evaluate " + args.problem, "wall s", "status", "reward", "x eager", "x compiled", "compile s"), rows))
     cached_s = float(rows[-1][1])  # the last call: cached, under the default protocol

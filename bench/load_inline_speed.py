@@ -10,6 +10,7 @@ repetition changes a comment in the sources (a new cache key, the same work); a 
 again in a new process (the fast build's cache, torch's TORCH_EXTENSIONS_DIR). The precompiled header is built once
 per worker and sources' flags before anything is timed; its time is printed apart.
 """
+
 import argparse
 import json
 import os
@@ -81,15 +82,22 @@ def call(device, rep):
     """load_inline's arguments for DEVICE; REP changes a comment only (a new cache key, the same work)."""
     mark = f"\n// repetition {rep}\n"
     if device == "cuda":
-        return {"name": "ks_bench_inline", "cpp_sources": CUDA_DECLARATION, "cuda_sources": CUDA + mark,
-                "functions": ["add_relu"], "extra_cuda_cflags": ["-O3"], "verbose": False}
+        return {
+            "name": "ks_bench_inline",
+            "cpp_sources": CUDA_DECLARATION,
+            "cuda_sources": CUDA + mark,
+            "functions": ["add_relu"],
+            "extra_cuda_cflags": ["-O3"],
+            "verbose": False,
+        }
     return {"name": "ks_bench_inline", "cpp_sources": CPP + mark, "functions": ["add_relu"], "verbose": False}
 
 
 def run(args, env):
     """One load_inline in a fresh interpreter: {"seconds", "max_error", "cached", "pch"}."""
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(args)], env=env, capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(args)], env=env, capture_output=True, text=True, timeout=1800
+    )
     if proc.returncode:
         raise SystemExit(f"load_inline failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -98,6 +106,7 @@ def run(args, env):
 def prepare(device):
     """Build the precompiled header the fast build's sources want (once per worker); its seconds."""
     from sandbox.native import inline
+
     source = f"from torch.utils.cpp_extension import load_inline\nload_inline(**{call(device, 0)!r})\n"
     t0 = time.perf_counter()
     inline.prepare_headers(source.encode(), "bench.py", device)
@@ -106,6 +115,7 @@ def prepare(device):
 
 def measure(device, reps, plain_reps, tmp):
     from sandbox import settings
+
     env = {**os.environ, "MAX_JOBS": str(settings.MAX_JOBS)}
     results = {"fast cold": [], "fast cached": [], "plain cold": [], "plain cached": []}
     for rep in range(reps):
@@ -117,11 +127,13 @@ def measure(device, reps, plain_reps, tmp):
         assert results["fast cached"][-1]["cached"]
     for rep in range(plain_reps):
         folder = tmp / f"extensions-{rep}"
-        results["plain cold"].append(run({"fast": False, "call": call(device, rep)},
-                                         {**env, "TORCH_EXTENSIONS_DIR": str(folder)}))
+        results["plain cold"].append(
+            run({"fast": False, "call": call(device, rep)}, {**env, "TORCH_EXTENSIONS_DIR": str(folder)})
+        )
         print(f"torch's load_inline, cold: {results['plain cold'][-1]['seconds']:.1f} s", flush=True)
-        results["plain cached"].append(run({"fast": False, "call": call(device, rep)},
-                                           {**env, "TORCH_EXTENSIONS_DIR": str(folder)}))
+        results["plain cached"].append(
+            run({"fast": False, "call": call(device, rep)}, {**env, "TORCH_EXTENSIONS_DIR": str(folder)})
+        )
     return results
 
 
@@ -137,24 +149,42 @@ def main(argv):
     import torch
     from sandbox import settings
     from sandbox.native.build import _first_line
-    print(f"torch {torch.__version__}, {_first_line([os.environ.get('CXX', 'c++'), '--version'])}, "
-          f"{os.cpu_count()} cores, MAX_JOBS={settings.MAX_JOBS}, load average {os.getloadavg()[0]:.1f}", flush=True)
+
+    print(
+        f"torch {torch.__version__}, {_first_line([os.environ.get('CXX', 'c++'), '--version'])}, "
+        f"{os.cpu_count()} cores, MAX_JOBS={settings.MAX_JOBS}, load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     with private_cache("ks-bench-inline-"), tempfile.TemporaryDirectory(prefix="ks-bench-inline-") as tmp:
         pch_s = prepare(args.device)
         print(f"precompiled torch header (once per worker): {pch_s:.1f} s", flush=True)
         results = measure(args.device, args.reps, args.plain_reps, Path(tmp))
     median = {k: statistics.median(r["seconds"] for r in v) for k, v in results.items()}
-    rows = [("torch's load_inline", len(results["plain cold"]), f"{median['plain cold']:.2f}",
-             f"{median['plain cached']:.3f}"),
-            ("through the sandbox's fast build", len(results["fast cold"]), f"{median['fast cold']:.2f}",
-             f"{median['fast cached']:.3f}")]
+    rows = [
+        (
+            "torch's load_inline",
+            len(results["plain cold"]),
+            f"{median['plain cold']:.2f}",
+            f"{median['plain cached']:.3f}",
+        ),
+        (
+            "through the sandbox's fast build",
+            len(results["fast cold"]),
+            f"{median['fast cold']:.2f}",
+            f"{median['fast cached']:.3f}",
+        ),
+    ]
     print()
     print(table((f"load_inline, {args.device}, median s", "n", "cold", "cached"), rows))
     errors = [r["max_error"] for v in results.values() for r in v]
-    print(f"cold: torch's / fast = {median['plain cold'] / median['fast cold']:.1f}x; max |error| {max(errors):.1e}; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"reproduce: python -m bench.load_inline_speed --device {args.device} --reps {args.reps} "
-          f"--plain-reps {args.plain_reps}")
+    print(
+        f"cold: torch's / fast = {median['plain cold'] / median['fast cold']:.1f}x; max |error| {max(errors):.1e}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"reproduce: python -m bench.load_inline_speed --device {args.device} --reps {args.reps} "
+        f"--plain-reps {args.plain_reps}"
+    )
     return 0
 
 

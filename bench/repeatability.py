@@ -17,6 +17,7 @@ Two more parts (issue 17):
 - triton.testing.do_bench: the field's usual timer on the same solution and eager model in this process, as a
   cross-check of the sandbox's protocol (the ratio sandbox / do_bench per series; verdicts keep the sandbox's).
 """
+
 import argparse
 import shutil
 import statistics
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from bench._gpu import SOLUTIONS, gpu_missing, private_cache, table
 
-PROBLEM = '''import torch
+PROBLEM = """import torch
 from torch import nn
 
 
@@ -46,7 +47,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # (label, input shape, timing mode): 256 MB in and out is about 0.15-0.2 ms on an H100; 16 KB is launch-bound.
 SERIES = (
@@ -92,6 +93,7 @@ def under_load(solution, folder, runs, budget):
     """RUNS evaluations of SOLUTION on the launch-bound problem (fresh baselines each: a problem file of its own)
     interleaved with as many cold builds of NOISE_SOLUTION, CONCURRENCY at a time; the verdicts of the former."""
     from sandbox import evaluate
+
     jobs = []
     for run in range(runs):
         problem = Path(folder) / f"relu_launch_bound_{run}.py"
@@ -104,8 +106,9 @@ def under_load(solution, folder, runs, budget):
 
     def one(job):
         kind, problem, candidate = job
-        return kind, evaluate(str(problem), str(candidate), device="cuda", trials=1, time_budget_s=budget,
-                              shape_check=False)
+        return kind, evaluate(
+            str(problem), str(candidate), device="cuda", trials=1, time_budget_s=budget, shape_check=False
+        )
 
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         return [v for kind, v in pool.map(one, jobs) if kind == "target"]
@@ -120,14 +123,18 @@ def do_bench_ms(problem_path, solution):
     import torch
 
     from sandbox.problem import import_file, make_inputs, make_model
+
     problem = import_file(problem_path, f"ks_bench_problem_{Path(problem_path).stem}")
-    model_new = make_model(import_file(Path(solution) / "model_new.py", "ks_bench_solution").ModelNew, problem, 0,
-                           "cuda")
+    model_new = make_model(
+        import_file(Path(solution) / "model_new.py", "ks_bench_solution").ModelNew, problem, 0, "cuda"
+    )
     model = make_model(problem.Model, problem, 0, "cuda")
     inputs = make_inputs(problem, 1, "cuda")
     with torch.no_grad():
-        return (do_bench(lambda: model_new(*inputs), return_mode="median"),
-                do_bench(lambda: model(*inputs), return_mode="median"))
+        return (
+            do_bench(lambda: model_new(*inputs), return_mode="median"),
+            do_bench(lambda: model(*inputs), return_mode="median"),
+        )
 
 
 def deviation_pct(values):
@@ -142,17 +149,27 @@ def main(argv):
     parser.add_argument("--fresh-baselines", action="store_true", help="re-measure eager on every run")
     parser.add_argument("--no-concurrent", action="store_true", help="skip the evaluations under load")
     parser.add_argument("--no-do-bench", action="store_true", help="skip the triton.testing.do_bench cross-check")
-    parser.add_argument("--series", default="", help="|-separated beginnings of series labels to run (e.g. "
-                        "'ReLU 1x4096' matches the launch-bound ones; default: all; 'none' runs no series)")
+    parser.add_argument(
+        "--series",
+        default="",
+        help="|-separated beginnings of series labels to run (e.g. "
+        "'ReLU 1x4096' matches the launch-bound ones; default: all; 'none' runs no series)",
+    )
     args = parser.parse_args(argv)
     missing = gpu_missing("repeatability")
     if missing:
         print(missing)
         return 0
     from sandbox import evaluate
+
     solution = SOLUTIONS / "level1" / "19_ReLU"
-    config = {"device": "cuda", "trials": 1, "compiled_baseline": False, "time_budget_s": args.budget,
-              "shape_check": False}
+    config = {
+        "device": "cuda",
+        "trials": 1,
+        "compiled_baseline": False,
+        "time_budget_s": args.budget,
+        "shape_check": False,
+    }
     rows, cross = [], []
     with private_cache("ks-bench-repeat-") as cache, tempfile.TemporaryDirectory(prefix="ks-bench-repeat-") as tmp:
         for label, shape, mode in SERIES:
@@ -172,20 +189,37 @@ def main(argv):
                 eagers.append(verdict.eager_ms)
                 spreads.append(verdict.timing["candidate"]["spread_pct"])
                 timed_by = verdict.timing["candidate"]["mode"]
-                print(f"{label}, run {run + 1}: {verdict.speedup_vs_eager:.3f}x eager, "
-                      f"{verdict.runtime_ms * 1000:.2f} us (spread {spreads[-1]:.1f}%, "
-                      f"eager {verdict.eager_ms * 1000:.2f} us, timed by {timed_by})", flush=True)
-            rows.append((label, " ".join(f"{s:.3f}" for s in speedups), f"{statistics.median(speedups):.3f}",
-                         f"{deviation_pct(speedups):.1f}", f"{statistics.median(runtimes) * 1000:.2f}",
-                         f"{statistics.median(spreads):.1f}"))
+                print(
+                    f"{label}, run {run + 1}: {verdict.speedup_vs_eager:.3f}x eager, "
+                    f"{verdict.runtime_ms * 1000:.2f} us (spread {spreads[-1]:.1f}%, "
+                    f"eager {verdict.eager_ms * 1000:.2f} us, timed by {timed_by})",
+                    flush=True,
+                )
+            rows.append(
+                (
+                    label,
+                    " ".join(f"{s:.3f}" for s in speedups),
+                    f"{statistics.median(speedups):.3f}",
+                    f"{deviation_pct(speedups):.1f}",
+                    f"{statistics.median(runtimes) * 1000:.2f}",
+                    f"{statistics.median(spreads):.1f}",
+                )
+            )
             if not args.no_do_bench:
                 measured = do_bench_ms(problem, solution)
                 if measured is None:
                     cross.append((label, "triton is not installed", "", "", ""))
                 else:
                     ours, theirs = statistics.median(runtimes), statistics.median(eagers)
-                    cross.append((label, f"{ours * 1000:.2f} / {measured[0] * 1000:.2f}", f"{ours / measured[0]:.3f}",
-                                  f"{theirs * 1000:.2f} / {measured[1] * 1000:.2f}", f"{theirs / measured[1]:.3f}"))
+                    cross.append(
+                        (
+                            label,
+                            f"{ours * 1000:.2f} / {measured[0] * 1000:.2f}",
+                            f"{ours / measured[0]:.3f}",
+                            f"{theirs * 1000:.2f} / {measured[1] * 1000:.2f}",
+                            f"{theirs / measured[1]:.3f}",
+                        )
+                    )
         if not args.no_concurrent:
             loaded = under_load(solution, tmp, args.runs, args.budget)
     print()
@@ -194,21 +228,38 @@ def main(argv):
         print("\ntriton.testing.do_bench cross-check (median us: sandbox / do_bench; ratio sandbox / do_bench)")
         print(table(("series", "solution us", "ratio", "eager us", "ratio"), cross))
     if not args.no_concurrent:
-        print(f"\nunder load: {args.runs} evaluations of the launch-bound ReLU (auto), {CONCURRENCY} at a time, beside "
-              f"{args.runs} cold load_inline builds")
+        print(
+            f"\nunder load: {args.runs} evaluations of the launch-bound ReLU (auto), {CONCURRENCY} at a time, beside "
+            f"{args.runs} cold load_inline builds"
+        )
         failed = [v for v in loaded if v.status != "ok"]
         if failed:
             print(f"FAILED: {[(v.status, v.log[-300:]) for v in failed]}")
         else:
-            load_rows = [(f"run {i + 1}", v.reward, v.timing["candidate"]["mode"], f"{v.runtime_ms * 1000:.2f}",
-                          f"{v.eager_ms * 1000:.2f}", f"{v.compiled_ms * 1000:.2f}", f"{v.speedup_vs_eager:.3f}",
-                          f"{v.speedup_vs_compiled:.3f}") for i, v in enumerate(loaded)]
-            print(table(("run", "reward", "timed by", "us", "eager us", "compiled us", "vs eager", "vs compiled"),
-                        load_rows))
+            load_rows = [
+                (
+                    f"run {i + 1}",
+                    v.reward,
+                    v.timing["candidate"]["mode"],
+                    f"{v.runtime_ms * 1000:.2f}",
+                    f"{v.eager_ms * 1000:.2f}",
+                    f"{v.compiled_ms * 1000:.2f}",
+                    f"{v.speedup_vs_eager:.3f}",
+                    f"{v.speedup_vs_compiled:.3f}",
+                )
+                for i, v in enumerate(loaded)
+            ]
+            print(
+                table(
+                    ("run", "reward", "timed by", "us", "eager us", "compiled us", "vs eager", "vs compiled"), load_rows
+                )
+            )
             for name in ("speedup_vs_eager", "speedup_vs_compiled"):
                 values = [getattr(v, name) for v in loaded]
-                print(f"{name}: median {statistics.median(values):.3f}, max deviation {deviation_pct(values):.1f}% "
-                      f"(target 5%)")
+                print(
+                    f"{name}: median {statistics.median(values):.3f}, max deviation {deviation_pct(values):.1f}% "
+                    f"(target 5%)"
+                )
             print(f"rewards: {sorted({v.reward for v in loaded})} (target: one reward)")
     flags = " --fresh-baselines" if args.fresh_baselines else ""
     print(f"reproduce: python -m bench.repeatability --runs {args.runs} --budget {args.budget}{flags}")

@@ -34,6 +34,7 @@ tokenizers, safetensors, regex and pyyaml are binary (manylinux, cp3XX of the ho
 --only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.XX transformers accelerate pyyaml -d
 wheels/`, then `pip install --no-index --find-links wheels/ transformers accelerate pyyaml`.
 """
+
 import argparse
 import json
 import os
@@ -46,15 +47,23 @@ from bench._gpu import PROBLEM_SOURCES, REPO, gpu_missing
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m bench.rl_pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.rl_pipeline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks", help="a synthesized dataset or JSONL of problems (default: KernelBench levels 1-2)")
     parser.add_argument("--out", help="the pipeline's folder (default: $OUT/rl_pipeline or a temporary folder)")
-    parser.add_argument("--budget-s", type=float, default=300.0,
-                        help="start no teacher episodes or training step after this many seconds")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=300.0,
+        help="start no teacher episodes or training step after this many seconds",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
-    parser.add_argument("--throughput", action="store_true",
-                        help="episodes per minute, one sequence at a time against batched generation")
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="episodes per minute, one sequence at a time against batched generation",
+    )
     parser.add_argument("--config", help="--throughput: the run config (default gpu.yaml, toy.yaml without CUDA)")
     parser.add_argument("--episodes", type=int, default=24, help="--throughput: episodes per measurement")
     args = parser.parse_args(argv)
@@ -70,15 +79,30 @@ def main(argv=None):
     from training.rl.metrics import read
     from training.rl.runtime import OutOfTime
     from training.rl.tasks import read_rows
+
     tasks = args.tasks or next((str(p) for p in PROBLEM_SOURCES if p.is_file()), None)
     if tasks is None:
         raise SystemExit("no tasks: pass --tasks or copy ../shared/kernelbench/problems.jsonl to tests/gpu/data/")
-    out = Path(args.out or (Path(os.environ["OUT"]) / "rl_pipeline" if os.environ.get("OUT")
-                            else tempfile.mkdtemp(prefix="rl-pipeline-"))).resolve()
+    out = Path(
+        args.out
+        or (
+            Path(os.environ["OUT"]) / "rl_pipeline"
+            if os.environ.get("OUT")
+            else tempfile.mkdtemp(prefix="rl-pipeline-")
+        )
+    ).resolve()
     data, run_dir = out / "data", out / "run"
-    config = run_config.override(run_config.load(REPO / "training" / "configs" / "gpu.yaml"), [
-        "tasks.levels=[]", "tasks.limit=0", f"tasks.source={data / 'tasks.jsonl'}",
-        f"rft.data={data / 'trajectories.jsonl'}", f"run_dir={run_dir}"] + args.set)
+    config = run_config.override(
+        run_config.load(REPO / "training" / "configs" / "gpu.yaml"),
+        [
+            "tasks.levels=[]",
+            "tasks.limit=0",
+            f"tasks.source={data / 'tasks.jsonl'}",
+            f"rft.data={data / 'trajectories.jsonl'}",
+            f"run_dir={run_dir}",
+        ]
+        + args.set,
+    )
     os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
     t0 = time.monotonic()
     summary = json.loads((data / "summary.json").read_text()) if (data / "summary.json").is_file() else {}
@@ -104,18 +128,24 @@ def main(argv=None):
     rft = [r for r in records if r["stage"] == "rft"]
     policy = _export(run_dir, out / "policy")
     print("\n| what | figure |\n| --- | --- |")
-    print(f"| data: rows, distinct tasks, teacher solved / episodes, kept trajectories | {summary['rows']}, "
-          f"{summary['tasks']}, {summary['tasks'] - summary['splits'].get('unreached', 0)} / {summary['episodes']}, "
-          f"{summary['kept_trajectories']} |")
+    print(
+        f"| data: rows, distinct tasks, teacher solved / episodes, kept trajectories | {summary['rows']}, "
+        f"{summary['tasks']}, {summary['tasks'] - summary['splits'].get('unreached', 0)} / {summary['episodes']}, "
+        f"{summary['kept_trajectories']} |"
+    )
     print(f"| tasks (train / held-out) | {_split(run_dir)} |")
     if rft:
-        print(f"| RFT: trajectories, packed rows, loss first / last epoch | {rft[-1]['kept']}, {rft[-1].get('rows')}, "
-              f"{rft[0]['loss']:.3f} / {rft[-1]['loss']:.3f} |")
+        print(
+            f"| RFT: trajectories, packed rows, loss first / last epoch | {rft[-1]['kept']}, {rft[-1].get('rows')}, "
+            f"{rft[0]['loss']:.3f} / {rft[-1]['loss']:.3f} |"
+        )
     for e in evals:
         label = e["after"].upper() + (f" step {e['ppo_steps']}" if e["after"] == "ppo" else "")
-        print(f"| held-out after {label}: correct rate, mean reward, well-formed turns | {e['correct_rate']:.3f}, "
-              f"{e.get('reward_mean', float('nan')):.2f}, {e.get('tool_call_rate', float('nan')):.2f} "
-              f"({e['episodes']} episodes) |")
+        print(
+            f"| held-out after {label}: correct rate, mean reward, well-formed turns | {e['correct_rate']:.3f}, "
+            f"{e.get('reward_mean', float('nan')):.2f}, {e.get('tool_call_rate', float('nan')):.2f} "
+            f"({e['episodes']} episodes) |"
+        )
     if value:
         evs = ", ".join(f"{r['explained_variance']:.3f}" for r in value if r.get("explained_variance") is not None)
         print(f"| value pre-training: explained variance per epoch | {evs} |")
@@ -124,22 +154,32 @@ def main(argv=None):
         print(f"| PPO: mean reward per step | {rewards} |")
         formed = ", ".join(f"{r.get('tool_call_rate', float('nan')):.2f}" for r in ppo)
         print(f"| PPO: well-formed turns per step | {formed} |")
-        print(f"| PPO: importance ratio min / max over all steps | {min(r['ratio_min'] for r in ppo):.3f} / "
-              f"{max(r['ratio_max'] for r in ppo):.3f} |")
+        print(
+            f"| PPO: importance ratio min / max over all steps | {min(r['ratio_min'] for r in ppo):.3f} / "
+            f"{max(r['ratio_max'] for r in ppo):.3f} |"
+        )
         print(f"| PPO: entropy first / last step | {ppo[0]['entropy']:.3f} / {ppo[-1]['entropy']:.3f} |")
-        print(f"| PPO: rollout / update seconds per step (mean) | {sum(r['rollout_s'] for r in ppo) / len(ppo):.1f}"
-              f" / {sum(r['update_s'] for r in ppo) / len(ppo):.1f} |")
-        print(f"| PPO: clip fraction max, KL to the reference last, explained variance last | "
-              f"{max(r.get('clip_frac', 0) for r in ppo):.4f}, {ppo[-1].get('kl_ref', float('nan')):.4f}, "
-              f"{ppo[-1].get('explained_variance', float('nan')):.3f} |")
+        print(
+            f"| PPO: rollout / update seconds per step (mean) | {sum(r['rollout_s'] for r in ppo) / len(ppo):.1f}"
+            f" / {sum(r['update_s'] for r in ppo) / len(ppo):.1f} |"
+        )
+        print(
+            f"| PPO: clip fraction max, KL to the reference last, explained variance last | "
+            f"{max(r.get('clip_frac', 0) for r in ppo):.4f}, {ppo[-1].get('kl_ref', float('nan')):.4f}, "
+            f"{ppo[-1].get('explained_variance', float('nan')):.3f} |"
+        )
         episodes = sum(r.get("episodes", 0) for r in ppo)
-        print(f"| PPO: rollout episodes per minute | {episodes / max(sum(r['rollout_s'] for r in ppo), 1e-9) * 60:.1f} |")
+        print(
+            f"| PPO: rollout episodes per minute | {episodes / max(sum(r['rollout_s'] for r in ppo), 1e-9) * 60:.1f} |"
+        )
     print(f"| wall time of this call | {wall:.0f} s |")
     print(f"\nplots: {', '.join(str(p) for p in sorted((run_dir / 'plots').glob('*.png')))}")
     if policy:
-        print(f"KernelBench level 1 with the trained actor: python -m training evaluate --problems "
-              f"../shared/kernelbench/problems.jsonl --levels 1 --policy transformers --model {policy} --device cuda "
-              f"--out {out / 'kernelbench-l1'}")
+        print(
+            f"KernelBench level 1 with the trained actor: python -m training evaluate --problems "
+            f"../shared/kernelbench/problems.jsonl --levels 1 --policy transformers --model {policy} --device cuda "
+            f"--out {out / 'kernelbench-l1'}"
+        )
     print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")
     return 0
 
@@ -147,6 +187,7 @@ def main(argv=None):
 def _export(run_dir, out):
     """The final actor as a servable folder (the last PPO checkpoint, else RFT's), or None."""
     from training.rl import checkpoints
+
     for stage in ("ppo", "rft"):
         folder = checkpoints.latest(run_dir, stage)
         if folder is not None:
@@ -160,16 +201,22 @@ def throughput(args):
 
     from training.rl import config as run_config
     from training.rl.runtime import Run
+
     cuda = torch.cuda.is_available()
     path = Path(args.config) if args.config else REPO / "training" / "configs" / ("gpu.yaml" if cuda else "toy.yaml")
     out = Path(args.out or tempfile.mkdtemp(prefix="rl-throughput-"))
-    tasks = args.tasks or (next((str(p) for p in PROBLEM_SOURCES if p.is_file()), None) if cuda else
-                           str(REPO / "training" / "configs" / "toy_tasks.jsonl"))
+    tasks = args.tasks or (
+        next((str(p) for p in PROBLEM_SOURCES if p.is_file()), None)
+        if cuda
+        else str(REPO / "training" / "configs" / "toy_tasks.jsonl")
+    )
     if tasks is None:
         raise SystemExit("no tasks: pass --tasks or copy ../shared/kernelbench/problems.jsonl to tests/gpu/data/")
     whole = ["tasks.levels=[]", "tasks.limit=0"] if args.tasks else []
-    config = run_config.override(run_config.load(path), whole + [f"tasks.source={tasks}", f"run_dir={out}",
-                                                                 f"rollouts.workers={args.episodes}"] + args.set)
+    config = run_config.override(
+        run_config.load(path),
+        whole + [f"tasks.source={tasks}", f"run_dir={out}", f"rollouts.workers={args.episodes}"] + args.set,
+    )
     os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
     run = Run(config, quiet=True)
     actor = run.actor("ppo").to(run.accelerator.device)
@@ -187,13 +234,17 @@ def throughput(args):
         tools = sum(1 for t in trajectories for turn in t.turns for call in turn.tool_calls if not call.error)
         rows.append((label, len(trajectories), turns, tools, wall, stats))
     params = sum(p.numel() for p in actor.parameters()) / 1e6
-    print(f"\nactor: {params:.1f}M parameters on {run.accelerator.device}; {config.episode.max_turns} turns of at most "
-          f"{config.episode.response_tokens} tokens per episode; tasks {tasks}")
+    print(
+        f"\nactor: {params:.1f}M parameters on {run.accelerator.device}; {config.episode.max_turns} turns of at most "
+        f"{config.episode.response_tokens} tokens per episode; tasks {tasks}"
+    )
     print("\n| generation | episodes | turns | tool calls run | wall s | episodes / min | new tokens / s | batches |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, episodes, turns, tools, wall, stats in rows:
-        print(f"| {label} | {episodes} | {turns} | {tools} | {wall:.1f} | {episodes / wall * 60:.2f} | "
-              f"{stats.get('new_tokens', 0) / wall:.0f} | {stats.get('batches', 0)} |")
+        print(
+            f"| {label} | {episodes} | {turns} | {tools} | {wall:.1f} | {episodes / wall * 60:.2f} | "
+            f"{stats.get('new_tokens', 0) / wall:.0f} | {stats.get('batches', 0)} |"
+        )
     ratio = (rows[1][1] / rows[1][4]) / (rows[0][1] / rows[0][4])
     print(f"\nbatched / one at a time: {ratio:.2f}x episodes per minute")
     print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")

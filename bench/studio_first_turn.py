@@ -6,6 +6,7 @@ worker has run an episode before): the click, the run page's load, the first car
 
 Target (issue 19): first turn visible <= 2 s after Start.
 """
+
 import argparse
 import os
 import sys
@@ -34,19 +35,23 @@ def get_init_inputs():
 def _problem(database_url, owner):
     """A stored problem of OWNER (as an upload that passed validation leaves it), through the live studio's database."""
     import psycopg
+
     with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as conn:
         user = conn.execute("SELECT id FROM auth_user WHERE username = %s", [owner]).fetchone()[0]
         return conn.execute(
             "INSERT INTO studio_problem (owner_id, name, source, sha256, spec, device, created_at) VALUES "
             "(%s, 'sigmoid_scale', %s, %s, '{}'::jsonb, 'cpu', now()) RETURNING id",
-            [user, PROBLEM, "0" * 64]).fetchone()[0]
+            [user, PROBLEM, "0" * 64],
+        ).fetchone()[0]
 
 
 def _first_turn(database_url, run_id):
     import psycopg
+
     with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as conn:
-        row = conn.execute("SELECT payload FROM studio_runevent WHERE run_id = %s AND kind = 'turn' ORDER BY seq "
-                           "LIMIT 1", [run_id]).fetchone()
+        row = conn.execute(
+            "SELECT payload FROM studio_runevent WHERE run_id = %s AND kind = 'turn' ORDER BY seq LIMIT 1", [run_id]
+        ).fetchone()
     return row[0] if row else {}
 
 
@@ -54,6 +59,7 @@ def measure(runs, turns=2):
     from playwright.sync_api import sync_playwright
 
     from studio.testing import LiveStudio, launch_chromium, log_in
+
     rows = []
     with LiveStudio() as studio, sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
         problem = _problem(studio.database_url, studio.username)
@@ -69,15 +75,23 @@ def measure(runs, turns=2):
             page.click("text=Start a run")
             page.wait_for_selector("#timeline li.card-turn")
             shown = page.evaluate("() => performance.timeOrigin + performance.now()")
-            loaded = page.evaluate("() => performance.timeOrigin + performance.getEntriesByType('navigation')[0]"
-                                   ".loadEventEnd")
+            loaded = page.evaluate(
+                "() => performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd"
+            )
             run_id = int(page.url.rsplit("/", 1)[1])
             turn = _first_turn(studio.database_url, run_id)
-            page.wait_for_function("() => !['queued', 'running'].includes("
-                                   "document.getElementById('run-status').textContent)")
+            page.wait_for_function(
+                "() => !['queued', 'running'].includes(document.getElementById('run-status').textContent)"
+            )
             if attempt:
-                rows.append({"first_turn_ms": shown - start, "page_ms": loaded - start,
-                             "policy_s": turn.get("policy_s"), "tools_s": turn.get("tools_s")})
+                rows.append(
+                    {
+                        "first_turn_ms": shown - start,
+                        "page_ms": loaded - start,
+                        "policy_s": turn.get("policy_s"),
+                        "tools_s": turn.get("tools_s"),
+                    }
+                )
         context.close()
     return rows
 
@@ -88,19 +102,25 @@ def main(argv):
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     import django
+
     django.setup()
     from studio.testing import chromium_missing
+
     if chromium_missing():
         print(f"skipped: {chromium_missing()}")
         return
     rows = measure(args.runs)
     print(f"Start -> first turn card, CPU target, heuristic, warm studio, {args.runs} runs")
     for row in rows:
-        print(f"  first turn {row['first_turn_ms']:7.0f} ms · run page loaded {row['page_ms']:5.0f} ms · "
-              f"turn 1: policy {row['policy_s']:.2f} s, tools {row['tools_s']:.2f} s")
+        print(
+            f"  first turn {row['first_turn_ms']:7.0f} ms · run page loaded {row['page_ms']:5.0f} ms · "
+            f"turn 1: policy {row['policy_s']:.2f} s, tools {row['tools_s']:.2f} s"
+        )
     first = [r["first_turn_ms"] for r in rows]
-    print(f"median {percentile(first, 50):.0f} ms, max {max(first):.0f} ms; target <= 2000 ms: "
-          f"{'met' if max(first) <= 2000 else 'MISSED'}")
+    print(
+        f"median {percentile(first, 50):.0f} ms, max {max(first):.0f} ms; target <= 2000 ms: "
+        f"{'met' if max(first) <= 2000 else 'MISSED'}"
+    )
     print(f"reproduce: python -m bench.studio_first_turn --runs {args.runs}")
 
 

@@ -5,6 +5,7 @@ moment all 300 cards are in the DOM; the server's share (the HTML of the page) m
 
 Target (issue 4): <= 1 s.
 """
+
 import argparse
 import json
 import os
@@ -19,11 +20,13 @@ def measure(turns, loads):
     from playwright.sync_api import sync_playwright
 
     from studio.testing import LiveStudio, launch_chromium, log_in
+
     with LiveStudio() as studio, sync_playwright() as playwright, tempfile.TemporaryDirectory() as profile:
         command, env = writer_command(studio.database_url, "create", "--runs", 1, "--owner", studio.username)
         (run_id,) = json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
-        command, env = writer_command(studio.database_url, "stream", json.dumps([run_id]), "--rounds", turns,
-                                      "--interval", 0)
+        command, env = writer_command(
+            studio.database_url, "stream", json.dumps([run_id]), "--rounds", turns, "--interval", 0
+        )
         subprocess.run(command, env=env, input="go\n", capture_output=True, text=True, check=True)
         context = launch_chromium(playwright, profile)
         context.add_init_script(CARD_STAMPS)
@@ -34,13 +37,15 @@ def measure(turns, loads):
         rows = []
         for _ in range(loads):
             page.goto(url, wait_until="load")
-            rows.append(page.evaluate("""() => {
+            rows.append(
+                page.evaluate("""() => {
               const nav = performance.getEntriesByType("navigation")[0];
               const cards = window.__cards;
               return { load: nav.loadEventEnd, html: nav.responseEnd - nav.requestStart, count: cards.length,
                        cards: cards.length ? cards[cards.length - 1].t - performance.timeOrigin : null,
                        bytes: nav.transferSize };
-            }"""))
+            }""")
+            )
         context.close()
     return rows
 
@@ -52,8 +57,10 @@ def main(argv):
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     import django
+
     django.setup()
     from studio.testing import chromium_missing
+
     if chromium_missing():
         print(f"skipped: {chromium_missing()}")
         return

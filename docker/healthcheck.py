@@ -4,6 +4,7 @@ http: the URL answers 200 (the web's /healthz itself queries PostgreSQL and Redi
 of this container (same hostname, live pid) serve one of the queues. services: PostgreSQL and Redis answer,
 for processes with no port of their own (the reconciler).
 """
+
 import argparse
 import os
 import socket
@@ -25,6 +26,7 @@ def check_http(url, timeout=5.0):
 def _django():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     import django
+
     django.setup()
 
 
@@ -41,8 +43,11 @@ def check_rq(queues, minimum):
         workers = Worker.all(connection=django_rq.get_connection(queues[0]))
     except redis.RedisError as e:
         return False, f"redis unreachable: {e}"
-    mine = [w.name for w in workers
-            if w.hostname == here and w.pid and process_alive(w.pid) and set(w.queue_names()) & set(queues)]
+    mine = [
+        w.name
+        for w in workers
+        if w.hostname == here and w.pid and process_alive(w.pid) and set(w.queue_names()) & set(queues)
+    ]
     return len(mine) >= minimum, f"{len(mine)} worker(s) of {here} on {', '.join(queues)} (need {minimum}): {mine}"
 
 
@@ -67,8 +72,9 @@ def check_services():
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python docker/healthcheck.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python docker/healthcheck.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="check", required=True)
     sub.add_parser("http", help="the URL answers 200").add_argument("url")
     rq = sub.add_parser("rq", help="this container's RQ workers are registered and alive")

@@ -1,4 +1,5 @@
 """Entry point of `python -m sandbox`."""
+
 import sys
 
 from sandbox.cli import main

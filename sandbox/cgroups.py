@@ -6,6 +6,7 @@ hierarchy, or a delegated group named by KS_SANDBOX_CGROUP); otherwise cgroup v1
 read after it ends (was it killed for memory?) and removed. Where neither works, `hierarchy()` says why and the
 jail falls back to rlimits and the parent's memory watchdog.
 """
+
 import functools
 import logging
 import os
@@ -28,6 +29,7 @@ class Unavailable(Exception):
 @dataclass(frozen=True)
 class Hierarchy:
     """Where leaves are made: v2, one folder for both controllers; v1, one folder per controller."""
+
     version: int
     memory: Path
     pids: Path
@@ -104,8 +106,10 @@ def _v2_at(base):
         parent.mkdir(exist_ok=True)
         _write(parent / "cgroup.subtree_control", "+memory +pids")
     except OSError as exc:
-        raise Unavailable(f"cgroup v2 at {base}: cannot enable memory and pids for child groups ({exc.strerror}); "
-                          f"set KS_SANDBOX_CGROUP to a delegated cgroup that holds no process") from None
+        raise Unavailable(
+            f"cgroup v2 at {base}: cannot enable memory and pids for child groups ({exc.strerror}); "
+            f"set KS_SANDBOX_CGROUP to a delegated cgroup that holds no process"
+        ) from None
     return Hierarchy(2, parent, parent)
 
 

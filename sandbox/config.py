@@ -1,4 +1,5 @@
 """EvalConfig: the knobs of one evaluation (trials, tolerances, timing protocol, strictness)."""
+
 from dataclasses import asdict, dataclass, field, fields
 
 from sandbox import settings
@@ -55,8 +56,10 @@ class EvalConfig:
         if self.reward not in SCHEDULES:
             raise ValueError(f"reward must be one of {SCHEDULES}, not {self.reward!r}")
         if self.margin < 0 or (self.reward == "paper" and self.margin >= 1):
-            raise ValueError(f"margin must be at least 0 (and below 1 for the paper's schedule, a share of the "
-                             f"baseline's time), not {self.margin}")
+            raise ValueError(
+                f"margin must be at least 0 (and below 1 for the paper's schedule, a share of the "
+                f"baseline's time), not {self.margin}"
+            )
 
     def replace(self, **changes):
         unknown = set(changes) - {f.name for f in fields(self)}
@@ -73,5 +76,17 @@ class EvalConfig:
 
     def timing_key(self):
         """What a baseline's cache entry depends on besides problem, GPU and torch."""
-        return {k: getattr(self, k) for k in ("device", "timing", "time_budget_s", "min_samples",
-                                             "max_samples", "warmup_s", "input_sets", "input_budget_mb", "compiled_baseline")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "device",
+                "timing",
+                "time_budget_s",
+                "min_samples",
+                "max_samples",
+                "warmup_s",
+                "input_sets",
+                "input_budget_mb",
+                "compiled_baseline",
+            )
+        }

@@ -1,4 +1,5 @@
 """Comparing a candidate's outputs with the reference: shapes, dtypes, NaN/Inf and tolerances, worst error."""
+
 from dataclasses import asdict, dataclass
 
 
@@ -27,7 +28,9 @@ def compare(reference, candidate, atol, rtol):
         if ref.dtype != out.dtype:
             return Comparison(False, f"{where}: expected dtype {ref.dtype}, got {out.dtype}")
         out = out.to(ref.device)
-        result = _compare_floats(ref, out, atol, rtol, where) if ref.is_floating_point() else _compare_exact(ref, out, where)
+        result = (
+            _compare_floats(ref, out, atol, rtol, where) if ref.is_floating_point() else _compare_exact(ref, out, where)
+        )
         if result.reason and not result.compared:
             return result
         worst.max_abs_error = max(worst.max_abs_error, result.max_abs_error)
@@ -43,12 +46,17 @@ def compare(reference, candidate, atol, rtol):
 def _compare_exact(ref, out, where):
     mismatched = int((ref != out).sum())
     max_abs = float((ref.long() - out.long()).abs().max()) if ref.numel() else 0.0
-    reason = f"{where}: {mismatched} of {ref.numel()} values differ (integer outputs must match exactly)" if mismatched else ""
+    reason = (
+        f"{where}: {mismatched} of {ref.numel()} values differ (integer outputs must match exactly)"
+        if mismatched
+        else ""
+    )
     return Comparison(not mismatched, reason, max_abs, 0.0, mismatched, ref.numel())
 
 
 def _compare_floats(ref, out, atol, rtol, where):
     import torch
+
     # float32 holds a 1e-2 tolerance test exactly enough; in-place steps keep large outputs within memory.
     r, c = ref.float(), out.float()
     finite = torch.isfinite(r)
@@ -56,7 +64,9 @@ def _compare_floats(ref, out, atol, rtol, where):
     if bad:
         return Comparison(False, f"{where}: {bad} NaN/Inf value(s) where the reference is finite", mismatched=bad)
     special = ~finite
-    if bool(special.any()) and not torch.equal(r[special].nan_to_num(0.0, 1.0, -1.0), c[special].nan_to_num(0.0, 1.0, -1.0)):
+    if bool(special.any()) and not torch.equal(
+        r[special].nan_to_num(0.0, 1.0, -1.0), c[special].nan_to_num(0.0, 1.0, -1.0)
+    ):
         return Comparison(False, f"{where}: NaN/Inf positions or signs differ from the reference", mismatched=1)
     diff = (c - r).abs_().masked_fill_(special, 0.0)
     scale = r.abs().masked_fill_(special, 1.0)
@@ -64,8 +74,11 @@ def _compare_floats(ref, out, atol, rtol, where):
     max_abs = float(diff.max()) if diff.numel() else 0.0
     # Relative to max(|r|, atol): near-zero references would otherwise report meaningless ratios.
     max_rel = float(diff.div_(scale.clamp_min_(max(atol, 1e-12))).max()) if diff.numel() else 0.0
-    reason = (f"{where}: {mismatched} of {r.numel()} values outside atol={atol}, rtol={rtol}; "
-              f"max abs error {max_abs:.3g}") if mismatched else ""
+    reason = (
+        (f"{where}: {mismatched} of {r.numel()} values outside atol={atol}, rtol={rtol}; max abs error {max_abs:.3g}")
+        if mismatched
+        else ""
+    )
     return Comparison(not mismatched, reason, max_abs, max_rel, mismatched, r.numel())
 
 
@@ -73,6 +86,7 @@ def precise_errors(precise, candidate):
     """(max abs, max rel) error of CANDIDATE's float outputs against PRECISE ones (float64, same shapes), over the
     values where the precise output is finite: the precision a solution (or the FP32 reference) gives up."""
     import torch
+
     worst_abs = worst_rel = 0.0
     for ref, out in zip(precise, candidate):
         if not ref.is_floating_point() or tuple(ref.shape) != tuple(out.shape) or not ref.numel():

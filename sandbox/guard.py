@@ -6,6 +6,7 @@ view and copy operators are allowed (they compute nothing); any other ATen or pr
 PyTorch fallback. Operators of other namespaces are the solution's own kernels; whatever they dispatch
 inside is recorded too, so a custom op that merely wraps torch.matmul is caught.
 """
+
 import builtins
 import inspect
 import statistics
@@ -15,7 +16,8 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-ALLOWED = frozenset("""
+ALLOWED = frozenset(
+    """
 empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
 new_zeros new_ones new_full fill_ zero_ scalar_tensor lift_fresh lift_fresh_copy
 view _unsafe_view view_as as_strided as_strided_ permute transpose t expand expand_as squeeze unsqueeze
@@ -23,12 +25,14 @@ slice select narrow split split_with_sizes chunk unbind flatten unflatten alias 
 contiguous clone copy_ _to_copy to _copy_from _copy_from_and_resize resize_ set_ record_stream
 sym_size sym_stride sym_numel sym_storage_offset is_contiguous size stride dim numel is_same_size
 _local_scalar_dense item is_nonzero _has_compatible_shallow_copy_type
-""".split())
+""".split()
+)
 _FRAMEWORK_NAMESPACES = ("aten", "prims")
 
 
 def _keys_below_python(args, kwargs):
     from torch.utils._pytree import tree_leaves
+
     below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
     keys = None
     for leaf in tree_leaves((args, kwargs)):
@@ -61,14 +65,19 @@ class Recorder(TorchDispatchMode):
 
     @property
     def fallbacks(self):
-        return {name: n for name, n in self.calls.items()
-                if name.split("::")[0] in _FRAMEWORK_NAMESPACES and name.split("::")[1] not in ALLOWED}
+        return {
+            name: n
+            for name, n in self.calls.items()
+            if name.split("::")[0] in _FRAMEWORK_NAMESPACES and name.split("::")[1] not in ALLOWED
+        }
 
 
 def fallback_violation(fallbacks):
     listed = ", ".join(f"{name} x{n}" for name, n in sorted(fallbacks.items()))
-    return (f"PyTorch compute operators reached from ModelNew.forward: {listed}. Strict mode allows only "
-            f"allocation, view and copy operators; compute in your own kernels")
+    return (
+        f"PyTorch compute operators reached from ModelNew.forward: {listed}. Strict mode allows only "
+        f"allocation, view and copy operators; compute in your own kernels"
+    )
 
 
 # What the harness relies on, captured before any solution code is imported.
@@ -77,22 +86,30 @@ def _watched():
     import sandbox.correctness as correctness
     import sandbox.protocol as protocol
     import sandbox.transfer as transfer
+
     items = {
-        "time.perf_counter": (time, "perf_counter"), "time.perf_counter_ns": (time, "perf_counter_ns"),
-        "time.monotonic": (time, "monotonic"), "time.time": (time, "time"),
-        "torch.cuda.synchronize": (torch.cuda, "synchronize"), "torch.cuda.Event": (torch.cuda, "Event"),
+        "time.perf_counter": (time, "perf_counter"),
+        "time.perf_counter_ns": (time, "perf_counter_ns"),
+        "time.monotonic": (time, "monotonic"),
+        "time.time": (time, "time"),
+        "torch.cuda.synchronize": (torch.cuda, "synchronize"),
+        "torch.cuda.Event": (torch.cuda, "Event"),
         "torch.cuda.Event.record": (torch.cuda.Event, "record"),
         "torch.cuda.Event.elapsed_time": (torch.cuda.Event, "elapsed_time"),
         "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize"),
-        "torch.cuda.current_stream": (torch.cuda, "current_stream"), "torch.cuda.Stream": (torch.cuda, "Stream"),
-        "torch.cuda.graph": (torch.cuda, "graph"), "torch.allclose": (torch, "allclose"),
+        "torch.cuda.current_stream": (torch.cuda, "current_stream"),
+        "torch.cuda.Stream": (torch.cuda, "Stream"),
+        "torch.cuda.graph": (torch.cuda, "graph"),
+        "torch.allclose": (torch, "allclose"),
         # Not torch.manual_seed: importing torch._dynamo rebinds it, and a patched seed only spoils the
         # patcher's own inputs, which the reference process draws independently.
         "torch.isfinite": (torch, "isfinite"),
-        "torch.Tensor.zero_": (torch.Tensor, "zero_"), "torch.Tensor.__eq__": (torch.Tensor, "__eq__"),
+        "torch.Tensor.zero_": (torch.Tensor, "zero_"),
+        "torch.Tensor.__eq__": (torch.Tensor, "__eq__"),
         "torch.nn.Module.__call__": (torch.nn.Module, "__call__"),
         "torch.nn.Module._call_impl": (torch.nn.Module, "_call_impl"),
-        "statistics.median": (statistics, "median"), "statistics.quantiles": (statistics, "quantiles"),
+        "statistics.median": (statistics, "median"),
+        "statistics.quantiles": (statistics, "quantiles"),
     }
     # Builtins the timing and comparison code computes with (a patched `sorted` would reorder the samples).
     for name in ("sorted", "len", "min", "max", "sum", "abs", "round", "int", "float", "iter", "next", "range"):
@@ -123,9 +140,12 @@ class Integrity:
         return list(self._items.values())
 
     def tampered(self):
-        return sorted(k for k, (owner, attr) in self._items.items()
-                      if getattr(owner, attr, None) is not self._originals[k]
-                      or getattr(self._originals[k], "__code__", None) is not self._codes[k])
+        return sorted(
+            k
+            for k, (owner, attr) in self._items.items()
+            if getattr(owner, attr, None) is not self._originals[k]
+            or getattr(self._originals[k], "__code__", None) is not self._codes[k]
+        )
 
 
 class AuditLog:
@@ -148,6 +168,7 @@ class AuditLog:
             return
         if event in self.WATCHED:
             self.events.append(event)
-        elif event == "object.__setattr__" and ((id(args[0]), args[1]) in self._watched
-                                                or args[1] == "__code__" and id(args[0]) in self._functions):
+        elif event == "object.__setattr__" and (
+            (id(args[0]), args[1]) in self._watched or args[1] == "__code__" and id(args[0]) in self._functions
+        ):
             self.events.append(f"set {getattr(args[0], '__qualname__', args[0])!s}.{args[1]}")

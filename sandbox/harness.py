@@ -1,6 +1,7 @@
 """One evaluation, stage by stage: build, validate and baselines, load, trials, timing, post-timing trial,
 profile, tamper checks, verdict. The only module that sequences the stages; the workers do the work.
 """
+
 import json
 import logging
 import os
@@ -48,8 +49,9 @@ class Worker:
         self.channel, child_r, child_w = pipes()
         # CPU seconds for every core the worker may keep busy over its whole wall-clock budget, no more.
         cpu_s = int(timeout * max(1, os.cpu_count() or 1)) + 60
-        self.proc = jail.start([sys.executable, "-m", module, str(child_r), str(child_w)], pass_fds=(child_r, child_w),
-                               cpu_s=cpu_s)
+        self.proc = jail.start(
+            [sys.executable, "-m", module, str(child_r), str(child_w)], pass_fds=(child_r, child_w), cpu_s=cpu_s
+        )
         for fd in (child_r, child_w):
             os.close(fd)
         self.deadline = time.monotonic() + timeout
@@ -71,8 +73,11 @@ class Worker:
         except TimeoutError:
             self.jail.kill(self.proc)
             exit = self.jail.wait(self.proc, 5)
-            raise StageFailed("timeout", f"{_ran_out(stage, exit.output)}: the {self.role} took longer than "
-                                         f"{self.timeout:.0f} s and was stopped\n{exit.output}") from None
+            raise StageFailed(
+                "timeout",
+                f"{_ran_out(stage, exit.output)}: the {self.role} took longer than "
+                f"{self.timeout:.0f} s and was stopped\n{exit.output}",
+            ) from None
         except ChannelClosed:
             self._died(stage)
         if msg["kind"] == "failed":
@@ -88,8 +93,9 @@ class Worker:
     def _died(self, stage):
         exit = self.jail.wait(self.proc, 10)
         if exit.timed_out:
-            raise StageFailed("timeout", f"{_ran_out(stage, exit.output)}: the {self.role} process {exit.describe()}\n"
-                                         f"{exit.output}")
+            raise StageFailed(
+                "timeout", f"{_ran_out(stage, exit.output)}: the {self.role} process {exit.describe()}\n{exit.output}"
+            )
         raise StageFailed("crashed", f"the {self.role} process {exit.describe()}\n{exit.output}")
 
     def close(self):
@@ -100,6 +106,7 @@ def _ran_out(stage, output):
     """'stage "NAME" ran out of time', NAME refined by the worker's output: a load_inline build still running names
     the extension being built."""
     from sandbox.native.inline import BUILDING, BUILT
+
     name = stage or "unknown"
     if stage == LOAD_STAGE:
         started = re.findall(re.escape(BUILDING) + r" '([^']+)'", output or "")
@@ -132,8 +139,13 @@ def evaluate(problem_path, solution_path, config=None, **overrides):
     problem = Problem.read(problem_path)
     solution = Solution.read(solution_path)
     t0 = time.monotonic()
-    verdict = Verdict(status="ok", device=config.device, problem_hash=problem.sha256,
-                      solution_hash=solution.sha256, isolation=isolation_level())
+    verdict = Verdict(
+        status="ok",
+        device=config.device,
+        problem_hash=problem.sha256,
+        solution_hash=solution.sha256,
+        isolation=isolation_level(),
+    )
     try:
         _run(problem, solution, config, verdict)
     except StageFailed as failure:
@@ -146,8 +158,9 @@ def evaluate(problem_path, solution_path, config=None, **overrides):
         verdict.status = "violation"
     verdict.correct = verdict.correct and verdict.status == "ok"
     verdict.reward_schedule = config.reward
-    verdict.reward = reward(config.reward, verdict.correct, verdict.speedup_vs_eager, verdict.speedup_vs_compiled,
-                            config.margin)
+    verdict.reward = reward(
+        config.reward, verdict.correct, verdict.speedup_vs_eager, verdict.speedup_vs_compiled, config.margin
+    )
     verdict.wall_s = round(time.monotonic() - t0, 3)
     log.info("evaluated %s with %s: %s", problem.name, solution.path, verdict.summary())
     return verdict
@@ -155,7 +168,7 @@ def evaluate(problem_path, solution_path, config=None, **overrides):
 
 def _cap(text):
     limit = settings.LOG_LIMIT
-    return text if len(text) <= limit else text[:limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2:]
+    return text if len(text) <= limit else text[: limit // 2] + "\n[... truncated ...]\n" + text[-limit // 2 :]
 
 
 class Stages:
@@ -198,8 +211,15 @@ def _run(problem, solution, config, verdict):
             ready = _reference_ready(ref, problem, problem_ref, config, verdict)
             stage.done("validate and baselines")
             cand.restart_clock(config.timeout_s)
-            cand.send("start", device=config.device, config=config.to_json(), spec=ready["spec"],
-                      problem=str(problem_cand), solution=str(entry), init_seed=ready["init_seed"])
+            cand.send(
+                "start",
+                device=config.device,
+                config=config.to_json(),
+                spec=ready["spec"],
+                problem=str(problem_cand),
+                solution=str(entry),
+                init_seed=ready["init_seed"],
+            )
             loaded = cand.recv("loaded", stage=LOAD_STAGE)
             verdict.compile_s = round(build_s + loaded["compile_s"], 3)
             if loaded.get("extensions"):
@@ -209,8 +229,9 @@ def _run(problem, solution, config, verdict):
             stage.done("trials")
             with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
                 cand.restart_clock(config.timeout_s)
-                cand.send("time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-                          protocol=ready["protocol"])
+                cand.send(
+                    "time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)], protocol=ready["protocol"]
+                )
                 timing = cand.recv("timed", stage="timing")["timing"]
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
@@ -263,6 +284,7 @@ def _expose_inline_headers(solution, jail, device):
     """Prepare (once per worker) and expose the precompiled torch headers the solution's load_inline calls will want:
     its jail cannot build them. False where the solution does not build through torch.utils.cpp_extension."""
     from sandbox.native import inline
+
     source = solution.files["solution.py"]
     if not inline.wanted(source):
         return False
@@ -280,6 +302,7 @@ def _build_output(solution, device):
     """The folder the workspace's library lands in (made now, empty until built): the only build the candidate
     sees."""
     from sandbox.native.build import build_folder
+
     try:
         return build_folder(solution.path, device)
     except BuildError:
@@ -289,6 +312,7 @@ def _build_output(solution, device):
 def _build(solution, jail, config):
     """Compile a native workspace with its compilers jailed; the library lands in the worker's build cache."""
     from sandbox.native.build import build_workspace
+
     try:
         result = build_workspace(solution.path, config.device, jail=jail, timeout=config.timeout_s)
     except BuildError as exc:
@@ -300,10 +324,19 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
     """Validate the problem and get the baselines (from the cache, or measured now, before any solution)."""
     key = json.dumps(_baseline_key(problem, config), sort_keys=True)
     init_seed = secrets.randbits(31)
-    ref.send("start", device=config.device, config=config.to_json(), problem=str(problem_copy),
-             init_seed=init_seed, validation_seed=secrets.randbits(31),
-             timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-             cache_key=key, profile=config.profile, measure=True, shape_check=config.shape_check)
+    ref.send(
+        "start",
+        device=config.device,
+        config=config.to_json(),
+        problem=str(problem_copy),
+        init_seed=init_seed,
+        validation_seed=secrets.randbits(31),
+        timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
+        cache_key=key,
+        profile=config.profile,
+        measure=True,
+        shape_check=config.shape_check,
+    )
     msg = ref.recv("ready", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
@@ -347,12 +380,32 @@ def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
 
 
 def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label):
-    result = _run_trial(ref, cand, ref_jail, cand_jail, config, kind, label, spec["outputs"], spec["output_bytes"],
-                        precise=not verdict.trials)
-    trial = {"trial": label, "ok": result["ok"], "max_abs_error": result["max_abs_error"],
-             "max_rel_error": result["max_rel_error"], "sampled": result["sampled"]}
-    trial.update({k: result[k] for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64",
-                                          "fp64_error") if k in result})
+    result = _run_trial(
+        ref,
+        cand,
+        ref_jail,
+        cand_jail,
+        config,
+        kind,
+        label,
+        spec["outputs"],
+        spec["output_bytes"],
+        precise=not verdict.trials,
+    )
+    trial = {
+        "trial": label,
+        "ok": result["ok"],
+        "max_abs_error": result["max_abs_error"],
+        "max_rel_error": result["max_rel_error"],
+        "sampled": result["sampled"],
+    }
+    trial.update(
+        {
+            k: result[k]
+            for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64", "fp64_error")
+            if k in result
+        }
+    )
     verdict.trials.append(trial)
     verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
     verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
@@ -363,8 +416,7 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
         raise Incorrect(f"{label}: {result['reason']}")
 
 
-def _run_trial(ref, cand, ref_jail, cand_jail, config, kind, label, outputs, output_bytes, precise=False,
-               variant=None):
+def _run_trial(ref, cand, ref_jail, cand_jail, config, kind, label, outputs, output_bytes, precise=False, variant=None):
     """One trial on fresh inputs from a secret seed (of VARIANT's shapes where given): the candidate computes and
     saves, the reference checks; returns the reference's comparison (plus whether it was sampled). Incorrect where the
     output is not what the reference's spec (OUTPUTS) says."""
@@ -413,15 +465,26 @@ def _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict):
         verdict.shapes_checked.append(variant["shapes"])
         record = {k: variant[k] for k in ("kind", "index", "scale", "inputs") if k in variant}
         try:
-            result = _run_trial(ref, cand, ref_jail, cand_jail, config, "trial", label, variant["outputs"],
-                                variant["output_bytes"], variant=record)
+            result = _run_trial(
+                ref,
+                cand,
+                ref_jail,
+                cand_jail,
+                config,
+                "trial",
+                label,
+                variant["outputs"],
+                variant["output_bytes"],
+                variant=record,
+            )
             reason = "" if result["ok"] else result["reason"]
             if not reason and result["fallbacks"] and config.strict:
                 # sandbox.guard imports torch: only where it is needed
                 from sandbox.guard import fallback_violation
+
                 reason = f"at these shapes only: {fallback_violation(result['fallbacks'])}"
         except Incorrect as bad:
-            reason = bad.reason[len(label) + 2:] if bad.reason.startswith(label) else bad.reason
+            reason = bad.reason[len(label) + 2 :] if bad.reason.startswith(label) else bad.reason
         except StageFailed as failure:  # the solution raised, faulted, hung or died at these shapes
             if failure.status == "violation":
                 raise
@@ -440,6 +503,7 @@ def _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict):
 def _ncu(problem_ref, ref_jail, problem_cand, entry, cand_jail, config, verdict):
     """Achieved DRAM and SM throughput of the top kernels, from Nsight Compute, for both sides."""
     from sandbox.profiling import ncu_available, ncu_metrics
+
     if config.device != "cuda" or not ncu_available():
         verdict.profile["ncu_note"] = "ncu is not available here"
         return

@@ -6,6 +6,7 @@ leaf holds memory and processes (sandbox.cgroups); sandbox/jail.py sets rlimits 
 Output is captured head-and-tail, scrubbed of host paths (sandbox.scrub), so a flood cannot exhaust memory; a fault,
 hang or memory blow-up ends that subprocess alone, and nothing it started outlives its jail.
 """
+
 import functools
 import logging
 import os
@@ -45,8 +46,10 @@ def _bwrap_problem():
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not start ({exc})"
     if proc.returncode != 0:
-        return (f"bubblewrap cannot create namespaces here ({proc.stderr.strip()[-300:]}): run the worker as root "
-                f"or with user namespaces enabled (docker: --cap-add SYS_ADMIN, apparmor=unconfined)")
+        return (
+            f"bubblewrap cannot create namespaces here ({proc.stderr.strip()[-300:]}): run the worker as root "
+            f"or with user namespaces enabled (docker: --cap-add SYS_ADMIN, apparmor=unconfined)"
+        )
     return ""
 
 
@@ -125,7 +128,7 @@ class OutputTail:
             self.tail += chunk
             if len(self.tail) > half:
                 self.dropped += len(self.tail) - half
-                del self.tail[:len(self.tail) - half]
+                del self.tail[: len(self.tail) - half]
         stream.close()
 
     def text(self, wait=2.0):
@@ -175,6 +178,7 @@ def reserve_uid(root, start):
     on this host holds. Each is held by an exclusive flock on ROOT/uids/UID, which conflicts between threads of
     one process as between processes, and is let go when the descriptor closes (or its process dies)."""
     import fcntl
+
     folder = Path(root) / "uids"
     folder.mkdir(mode=0o700, exist_ok=True)
     for i in range(UID_RANGE):
@@ -186,8 +190,10 @@ def reserve_uid(root, start):
             os.close(fd)
             continue
         return uid, fd
-    raise IsolationError(f"all {UID_RANGE} jail uids from {settings.UID_BASE} are held: too many evaluations at "
-                         f"once on this host; wait for some to finish")
+    raise IsolationError(
+        f"all {UID_RANGE} jail uids from {settings.UID_BASE} are held: too many evaluations at "
+        f"once on this host; wait for some to finish"
+    )
 
 
 class Jail:
@@ -240,7 +246,9 @@ class Jail:
         """Hand TARGET (a file or a folder tree) to the jailed uid."""
         if self.uid is None:
             return
-        for dirpath, dirnames, filenames in os.walk(target) if target.is_dir() else [(target.parent, [], [target.name])]:
+        for dirpath, dirnames, filenames in (
+            os.walk(target) if target.is_dir() else [(target.parent, [], [target.name])]
+        ):
             for name in dirnames + filenames:
                 os.chown(os.path.join(dirpath, name), self.uid, self.uid, follow_symlinks=False)
         os.chown(target, self.uid, self.uid)
@@ -249,22 +257,43 @@ class Jail:
         home = str(self.private)
         env = {
             # `python` in a jailed shell is the harness's own interpreter (with torch), venv or not.
-            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]),
+            "PATH": os.pathsep.join(
+                [os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]
+            ),
             # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
-            "USER": "ks-sandbox", "LOGNAME": "ks-sandbox",
-            "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-            "PYTHONPATH": str(jailfs.PACKAGE_ROOT), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-            "XDG_CACHE_HOME": f"{home}/.cache", "CUDA_CACHE_PATH": f"{home}/.nv",
-            "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions", "TRITON_CACHE_DIR": f"{home}/.triton",
-            "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor", "MAX_JOBS": str(settings.MAX_JOBS),
-            "OMP_NUM_THREADS": str(settings.CPU_THREADS), "KS_CPU_THREADS": str(settings.CPU_THREADS),
+            "USER": "ks-sandbox",
+            "LOGNAME": "ks-sandbox",
+            "HOME": home,
+            "TMPDIR": home,
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": str(jailfs.PACKAGE_ROOT),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "XDG_CACHE_HOME": f"{home}/.cache",
+            "CUDA_CACHE_PATH": f"{home}/.nv",
+            "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions",
+            "TRITON_CACHE_DIR": f"{home}/.triton",
+            "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor",
+            "MAX_JOBS": str(settings.MAX_JOBS),
+            "OMP_NUM_THREADS": str(settings.CPU_THREADS),
+            "KS_CPU_THREADS": str(settings.CPU_THREADS),
             "KS_DEVICE": self.device,
             # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it;
             # inside the jail only what the evaluation exposes of it exists.
             "KS_CACHE_DIR": str(settings.cache_dir()),
         }
-        for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
-                     "CXX", "CC", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "KS_CACHE_DIR"):
+        for name in (
+            "CUDA_VISIBLE_DEVICES",
+            "CUDA_HOME",
+            "CUDA_PATH",
+            "LD_LIBRARY_PATH",
+            "TORCH_CUDA_ARCH_LIST",
+            "CXX",
+            "CC",
+            "OPENBLAS_CORETYPE",
+            "OPENBLAS_L2_SIZE",
+            "KS_CACHE_DIR",
+        ):
             if name in os.environ:
                 env[name] = os.environ[name]
         env.update(extra or {})
@@ -281,9 +310,20 @@ class Jail:
         """Start ARGV jailed; returns a Popen whose output is captured into `proc.output`."""
         require_isolation()
         leaf = self._leaf()
-        inner = [sys.executable, "-I", "-S", str(INNER), "--private", str(self.private),
-                 "--fsize-mb", str(settings.FILE_SIZE_MB), "--nproc", str(settings.MAX_PROCESSES),
-                 "--fds", ",".join(map(str, pass_fds))]
+        inner = [
+            sys.executable,
+            "-I",
+            "-S",
+            str(INNER),
+            "--private",
+            str(self.private),
+            "--fsize-mb",
+            str(settings.FILE_SIZE_MB),
+            "--nproc",
+            str(settings.MAX_PROCESSES),
+            "--fds",
+            ",".join(map(str, pass_fds)),
+        ]
         if cpu_s:
             inner += ["--cpu-s", str(int(cpu_s))]
         if leaf is None and self.device == "cpu":
@@ -296,11 +336,17 @@ class Jail:
                 filter_fd = seccomp.program_fd()
             prefix = jailfs.bwrap_argv(self.private, self.device, self.exposed, filter_fd) + ["--"]
         try:
-            proc = subprocess.Popen(prefix + inner + ["--"] + list(argv), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    pass_fds=tuple(pass_fds) + ((filter_fd,) if filter_fd is not None else ()),
-                                    env=self.environment(env), cwd=str(self.private), start_new_session=True,
-                                    preexec_fn=leaf.join if leaf else None)
+            proc = subprocess.Popen(
+                prefix + inner + ["--"] + list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds) + ((filter_fd,) if filter_fd is not None else ()),
+                env=self.environment(env),
+                cwd=str(self.private),
+                start_new_session=True,
+                preexec_fn=leaf.join if leaf else None,
+            )
         except BaseException:
             if leaf:
                 leaf.remove()
@@ -319,6 +365,7 @@ class Jail:
 
     def _watch_memory(self, proc):
         import psutil
+
         limit = settings.MEMORY_MB << 20
         while proc.poll() is None:
             try:
@@ -343,8 +390,9 @@ class Jail:
             self.kill(proc)
             proc.wait()
         self._release(proc)
-        return Exit(proc.returncode, timed_out, proc.memory_exceeded, proc.output.text(),
-                    time.monotonic() - proc.started)
+        return Exit(
+            proc.returncode, timed_out, proc.memory_exceeded, proc.output.text(), time.monotonic() - proc.started
+        )
 
     def _release(self, proc):
         """Once PROC is gone: read whether the kernel killed it for memory, then remove its cgroup."""

@@ -4,6 +4,7 @@ Runs as `python -I -S sandbox/jail.py [options] -- ARGV...` inside bubblewrap's 
 sandbox.jailfs), started by sandbox.isolation. Standard library only and run by path, so that it starts in
 milliseconds and trusts nothing it does not own.
 """
+
 import argparse
 import ctypes
 import os

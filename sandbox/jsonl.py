@@ -1,4 +1,5 @@
 """JSON Lines files: whole records read back, one record appended and synced, a whole file replaced atomically."""
+
 import json
 import logging
 import os

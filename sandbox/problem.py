@@ -1,4 +1,5 @@
 """Problems in KernelBench format: reading, hashing, importing, seeding inputs and models, describing tensors."""
+
 import hashlib
 import importlib.util
 import random
@@ -14,6 +15,7 @@ MAX_SOURCE_BYTES = 1 << 20
 @dataclass
 class Problem:
     """A problem file as read by the harness: its text is what gets hashed, copied and imported."""
+
     path: Path
     source: str
     name: str
@@ -52,10 +54,12 @@ def import_file(path, module_name):
 
 def seed_everything(seed):
     import torch
+
     random.seed(seed)
     torch.manual_seed(seed)  # seeds every CUDA device too
     try:
         import numpy
+
         numpy.random.seed(seed % (1 << 32))
     except ImportError:
         pass
@@ -63,6 +67,7 @@ def seed_everything(seed):
 
 def to_device(value, device):
     import torch
+
     if isinstance(value, torch.Tensor):
         return value.to(device)
     if isinstance(value, (list, tuple)):
@@ -74,6 +79,7 @@ def make_inputs(module, seed, device):
     """get_inputs() under SEED. Factories default to DEVICE, so large inputs are drawn on the GPU in
     milliseconds; every process that draws under the same seed on the same device gets the same values."""
     import torch
+
     seed_everything(seed)
     with torch.device(device):
         return list(to_device(list(module.get_inputs()), device))
@@ -87,6 +93,7 @@ def make_model(cls, module, seed, device):
 def tensors_of(value):
     """The output as a flat list of tensors; None if anything in it is not a tensor."""
     import torch
+
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
@@ -97,6 +104,7 @@ def tensors_of(value):
 def spec_of(value):
     """JSON description of a value: shapes and dtypes of tensors, the repr of anything else."""
     import torch
+
     if isinstance(value, torch.Tensor):
         return {"shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
     if isinstance(value, (list, tuple)):
@@ -119,8 +127,10 @@ def declared_variants(module):
         return 0
     variants = declare()
     if not isinstance(variants, (list, tuple)):
-        raise TypeError(f"get_input_variants() returned {type(variants).__name__}; it must return a list whose "
-                         f"items are input lists like get_inputs() returns (or functions returning one)")
+        raise TypeError(
+            f"get_input_variants() returned {type(variants).__name__}; it must return a list whose "
+            f"items are input lists like get_inputs() returns (or functions returning one)"
+        )
     return len(variants)
 
 
@@ -128,6 +138,7 @@ def batch_candidates(inputs):
     """The variants that scale the batch (dim 0 of the first tensor input), most inclusive first: every tensor
     input sharing that dim 0, then the first tensor input alone. Empty where no input has a dimension."""
     import torch
+
     tensors = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.dim() >= 1]
     if not tensors:
         return []
@@ -135,13 +146,18 @@ def batch_candidates(inputs):
     groups = [[i for i in tensors if inputs[i].shape[0] == batch]]
     if groups[0] != tensors[:1]:
         groups.append(tensors[:1])
-    return [{"kind": "batch", "scale": scale, "inputs": group} for scale in BATCH_SCALES
-            if batch * scale >= 1 for group in groups]
+    return [
+        {"kind": "batch", "scale": scale, "inputs": group}
+        for scale in BATCH_SCALES
+        if batch * scale >= 1
+        for group in groups
+    ]
 
 
 def variant_inputs(module, variant, seed, device):
     """The inputs of VARIANT under SEED on DEVICE: the same values in every process that asks."""
     import torch
+
     if variant["kind"] == "declared":
         seed_everything(seed)
         with torch.device(device):
@@ -153,7 +169,7 @@ def variant_inputs(module, variant, seed, device):
     for i in variant["inputs"]:
         t = inputs[i]
         if scale < 1:
-            inputs[i] = t[:max(1, int(t.shape[0] * scale))].clone()
+            inputs[i] = t[: max(1, int(t.shape[0] * scale))].clone()
         else:
             inputs[i] = torch.cat([t] + [extra[i]] * (int(scale) - 1))
     return inputs

@@ -1,5 +1,6 @@
 """KernelBench's problems file (problems.jsonl rows of level, problem_id, name, code) or a KernelBench checkout: the
 one reader every package calls, the BenchProblem record, and where the file is found when none is named."""
+
 import hashlib
 import os
 import re
@@ -11,7 +12,10 @@ from sandbox.jsonl import JsonlError, iter_jsonl
 REPO = Path(__file__).resolve().parents[1]
 # Where KernelBench's problems are looked for when none is named, first found first: the copy GPU machines carry
 # (only the repository travels there), then the shared checkout beside the repository.
-SOURCES = (REPO / "tests" / "gpu" / "data" / "problems.jsonl", REPO.parent / "shared" / "kernelbench" / "problems.jsonl")
+SOURCES = (
+    REPO / "tests" / "gpu" / "data" / "problems.jsonl",
+    REPO.parent / "shared" / "kernelbench" / "problems.jsonl",
+)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 FIELDS = {"level": int, "problem_id": int, "name": str, "code": str}
 
@@ -61,8 +65,9 @@ def checked(data, where):
         if not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
             raise ProblemsError(f"{where}: {key} must be {kind.__name__}, not {data[key]!r:.60}")
     if not NAME.fullmatch(data["name"]):
-        raise ProblemsError(f"{where}: name {data['name']!r} must be letters, digits, '_', '.' or '-' "
-                            f"(it names files and jobs)")
+        raise ProblemsError(
+            f"{where}: name {data['name']!r} must be letters, digits, '_', '.' or '-' (it names files and jobs)"
+        )
     if data["level"] < 1:
         raise ProblemsError(f"{where}: level must be 1 or more, not {data['level']}")
     return BenchProblem.from_json(data)
@@ -80,16 +85,26 @@ def _from_checkout(root):
     base = root / "KernelBench" if (root / "KernelBench").is_dir() else root
     folders = sorted(p for p in base.glob("level*") if p.is_dir() and p.name[5:].isdigit())
     if not folders:
-        raise ProblemsError(f"{root} holds no level1/, level2/, ... folders: give a KernelBench checkout or a "
-                            f"problems.jsonl file")
+        raise ProblemsError(
+            f"{root} holds no level1/, level2/, ... folders: give a KernelBench checkout or a problems.jsonl file"
+        )
     problems = []
     for folder in folders:
         for file in sorted(folder.glob("*.py")):
             match = re.match(r"(\d+)_", file.name)
             if not match:
                 continue  # helpers beside the problems, not problems
-            problems.append(checked({"level": int(folder.name[5:]), "problem_id": int(match.group(1)),
-                                     "name": file.stem, "code": file.read_text(encoding="utf-8")}, str(file)))
+            problems.append(
+                checked(
+                    {
+                        "level": int(folder.name[5:]),
+                        "problem_id": int(match.group(1)),
+                        "name": file.stem,
+                        "code": file.read_text(encoding="utf-8"),
+                    },
+                    str(file),
+                )
+            )
     return problems
 
 
@@ -124,8 +139,10 @@ def locate():
 
 def missing_message():
     """What to do when locate() found nothing."""
-    return (f"KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
-            f"{SOURCES[0].relative_to(REPO)}, or set KS_KERNELBENCH_PROBLEMS to a problems.jsonl or a checkout")
+    return (
+        f"KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
+        f"{SOURCES[0].relative_to(REPO)}, or set KS_KERNELBENCH_PROBLEMS to a problems.jsonl or a checkout"
+    )
 
 
 def find(problems, level, name):

@@ -1,4 +1,5 @@
 """Profiles: a per-kernel table from torch.profiler, and achieved bandwidth/throughput from ncu where present."""
+
 import csv
 import io
 import shutil
@@ -6,14 +7,18 @@ from collections import defaultdict
 
 import torch
 
-NCU_METRICS = ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-               "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+NCU_METRICS = (
+    "gpu__time_duration.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+)
 
 
 def kernel_table(fn, device, reps=5, top=15):
     """Rows {name, calls, total_ms, mean_us, share_pct} of the kernels (CPU: operators) behind fn(), heaviest first."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
+
     with torch.no_grad():
         fn()
         if device == "cuda":
@@ -38,9 +43,16 @@ def kernel_table(fn, device, reps=5, top=15):
         totals[evt.name] += us
         calls[evt.name] += 1
     grand = sum(totals.values()) or 1.0
-    rows = [{"name": name[:160], "calls": calls[name] // reps or calls[name], "total_ms": totals[name] / 1000 / reps,
-             "mean_us": totals[name] / calls[name], "share_pct": 100.0 * totals[name] / grand}
-            for name in totals]
+    rows = [
+        {
+            "name": name[:160],
+            "calls": calls[name] // reps or calls[name],
+            "total_ms": totals[name] / 1000 / reps,
+            "mean_us": totals[name] / calls[name],
+            "share_pct": 100.0 * totals[name] / grand,
+        }
+        for name in totals
+    ]
     rows.sort(key=lambda r: -r["total_ms"])
     return rows[:top]
 
@@ -69,8 +81,18 @@ def ncu_available():
 
 def ncu_metrics(argv, jail, timeout=300, launches=30):
     """Run ARGV under ncu in JAIL; ([{name, duration_us, dram_pct, sm_pct}], error text) averaged per kernel."""
-    cmd = ["ncu", "--csv", "--print-units", "base", "--metrics", ",".join(NCU_METRICS),
-           "--launch-count", str(launches), "--target-processes", "all"] + list(argv)
+    cmd = [
+        "ncu",
+        "--csv",
+        "--print-units",
+        "base",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        "--launch-count",
+        str(launches),
+        "--target-processes",
+        "all",
+    ] + list(argv)
     exit = jail.run(cmd, timeout)
     text = exit.output
     start = text.find('"ID"')
@@ -83,7 +105,14 @@ def ncu_metrics(argv, jail, timeout=300, launches=30):
         except (KeyError, ValueError, AttributeError):
             continue
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    table = [{"name": name[:160], "duration_us": mean(m[NCU_METRICS[0]]) / 1000.0,
-              "dram_pct": mean(m[NCU_METRICS[1]]), "sm_pct": mean(m[NCU_METRICS[2]])} for name, m in rows.items()]
+    table = [
+        {
+            "name": name[:160],
+            "duration_us": mean(m[NCU_METRICS[0]]) / 1000.0,
+            "dram_pct": mean(m[NCU_METRICS[1]]),
+            "sm_pct": mean(m[NCU_METRICS[2]]),
+        }
+        for name, m in rows.items()
+    ]
     table.sort(key=lambda r: -r["duration_us"])
     return table, ""

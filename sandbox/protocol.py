@@ -1,4 +1,5 @@
 """The harness's messages between the parent and a jailed worker: JSON lines over a pair of pipes."""
+
 import json
 import os
 import select
@@ -18,7 +19,7 @@ class Channel:
         payload = (json.dumps({"kind": kind, **data}) + "\n").encode()
         view = memoryview(payload)
         while view:
-            view = view[os.write(self.write_fd, view):]
+            view = view[os.write(self.write_fd, view) :]
 
     def recv(self, timeout=None):
         """The next message; ChannelClosed on EOF; TimeoutError after TIMEOUT seconds without one."""

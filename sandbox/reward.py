@@ -14,16 +14,24 @@ LEGACY_SCHEDULE = "milestone"
 _EPSILON = 1e-9
 
 MEANINGS = {
-    "paper": {-1: "failed", 1: "correct", 2: "more than 5% faster than eager",
-              3: "more than 5% faster than eager and torch.compile"},
-    "milestone": {-1: "failed", 0: "correct", 1: "faster than eager", 2: "faster than eager and torch.compile",
-                  3: "faster than both by at least 5%"},
+    "paper": {
+        -1: "failed",
+        1: "correct",
+        2: "more than 5% faster than eager",
+        3: "more than 5% faster than eager and torch.compile",
+    },
+    "milestone": {
+        -1: "failed",
+        0: "correct",
+        1: "faster than eager",
+        2: "faster than eager and torch.compile",
+        3: "faster than both by at least 5%",
+    },
 }
 
 
 def _saves_more_than(speedup, margin):
-    """Whether the time fell by more than MARGIN against a baseline: (t0 - t) / t0 > margin, i.e. t / t0 < 1 - margin.
-    """
+    """Whether the time fell by more than MARGIN against a baseline: (t0 - t) / t0 > margin, i.e. t / t0 < 1 - margin."""
     return speedup is not None and speedup > 0 and 1.0 / speedup < 1.0 - margin - _EPSILON
 
 
@@ -73,8 +81,15 @@ def meaning(schedule, value):
 def next_goal(schedule, value, margin=0.05):
     """What a correct solution with reward VALUE must do to earn the next level, in words; None at the top."""
     pct = f"{100 * margin:g}%"
-    goals = {"paper": {1: f"reward 2: take more than {pct} off eager's time",
-                       2: f"reward 3: take more than {pct} off torch.compile's time too"},
-             "milestone": {0: "reward 1: be faster than eager", 1: "reward 2: be faster than torch.compile too",
-                           2: f"reward 3: beat both baselines by at least {pct}"}}
+    goals = {
+        "paper": {
+            1: f"reward 2: take more than {pct} off eager's time",
+            2: f"reward 3: take more than {pct} off torch.compile's time too",
+        },
+        "milestone": {
+            0: "reward 1: be faster than eager",
+            1: "reward 2: be faster than torch.compile too",
+            2: f"reward 3: beat both baselines by at least {pct}",
+        },
+    }
     return goals.get(schedule, {}).get(value)

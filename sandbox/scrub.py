@@ -5,6 +5,7 @@ worker's caches, where Python, the project and the CUDA toolkit live, home folde
 is named by what it is (`<site-packages>/torch/nn/modules/module.py`), so an error stays readable and tells
 nothing of the machine or of other users.
 """
+
 import functools
 import os
 import re

@@ -6,6 +6,7 @@ libraries that probe (clone3, perf events) fall back, and a solution that insist
 the harness explains (`DENIED_NOTE`). System calls of another architecture (32-bit entry points) kill the process,
 libseccomp's default for a foreign architecture, so the list cannot be bypassed through them.
 """
+
 import errno
 import functools
 import logging
@@ -17,29 +18,76 @@ log = logging.getLogger(__name__)
 # What solution code, compilers and PyTorch never need, grouped by why it is refused.
 DENIED = (
     # debugging and reading other processes
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
     # mounts and namespaces: the jail's filesystem and namespaces are final
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "mount_setattr", "move_mount", "open_tree",
-    "fsopen", "fsconfig", "fsmount", "fspick", "open_by_handle_at", "name_to_handle_at",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "mount_setattr",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "open_by_handle_at",
+    "name_to_handle_at",
     # kernel keyrings
-    "keyctl", "add_key", "request_key",
+    "keyctl",
+    "add_key",
+    "request_key",
     # perf events and BPF
-    "perf_event_open", "bpf", "userfaultfd",
+    "perf_event_open",
+    "bpf",
+    "userfaultfd",
     # kernel modules and the running kernel
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
-    "swapoff", "acct", "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "quotactl",
-    "lookup_dcookie", "iopl", "ioperm", "vhangup",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "syslog",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "quotactl",
+    "lookup_dcookie",
+    "iopl",
+    "ioperm",
+    "vhangup",
     # io_uring bypasses the filter for the calls it performs
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
 )
 # clone()'s namespace flags (CLONE_NEWTIME exists only for clone3 and unshare, both refused whole: in clone()'s
 # flags its bit is part of the exit signal).
-CLONE_NEW_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
-                   "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
-                   "CLONE_NEWNET": 0x40000000}
-DENIED_NOTE = ("note: the sandbox refuses some system calls with 'Operation not permitted' (EPERM): ptrace and "
-               "reading other processes, mount and namespaces, kernel keyrings, perf events and BPF, kernel modules, "
-               "io_uring. Solution code never needs them; remove the call.")
+CLONE_NEW_FLAGS = {
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+DENIED_NOTE = (
+    "note: the sandbox refuses some system calls with 'Operation not permitted' (EPERM): ptrace and "
+    "reading other processes, mount and namespaces, kernel keyrings, perf events and BPF, kernel modules, "
+    "io_uring. Solution code never needs them; remove the call."
+)
 
 
 class Unavailable(Exception):

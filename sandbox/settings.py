@@ -1,4 +1,5 @@
 """The sandbox's settings: every knob read from the environment once, with local defaults."""
+
 import os
 import tempfile
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Solutions: a KernelBench-style Python file, or a native workspace folder (model_new.py, binding.cpp, kernels/)."""
+
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,15 @@ class Solution:
         path = Path(path)
         if path.is_dir():
             if not (path / "model_new.py").is_file():
-                raise InvalidSolution(f"{path} is a folder without model_new.py: a native workspace holds "
-                                      f"model_new.py, binding.cpp and kernels/")
-            files = {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
-                     if p.is_file() and "__pycache__" not in p.parts and ".ks-build" not in p.parts}
+                raise InvalidSolution(
+                    f"{path} is a folder without model_new.py: a native workspace holds "
+                    f"model_new.py, binding.cpp and kernels/"
+                )
+            files = {
+                str(p.relative_to(path)): p.read_bytes()
+                for p in sorted(path.rglob("*"))
+                if p.is_file() and "__pycache__" not in p.parts and ".ks-build" not in p.parts
+            }
             kind = "workspace"
         elif path.is_file():
             files = {"solution.py": path.read_bytes()}

@@ -15,6 +15,7 @@ CPU: the same with a monotonic clock, a cache flush by writing a buffer larger t
 Every clock, event and synchronize function is captured when this module is imported, before any solution
 code runs: a solution that patches `time` or `torch.cuda` afterwards changes nothing measured here.
 """
+
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -170,6 +171,7 @@ def _measure_burst(run, clock, est, config, note):
     def burst():
         for _ in range(reps):
             run()
+
     n = _count(est * reps, config.time_budget_s, config.min_samples, config.max_samples)
     return _summarize([clock.sample(burst) / reps for _ in range(n)], "burst", reps, note)
 
@@ -217,5 +219,7 @@ def _replay_matches(graph, captured, fn, inputs, config):
     _synchronize()
     if direct is None or len(direct) != len(replayed):
         return False
-    return all(a.shape == b.shape and bool(_allclose(a, b, rtol=config.rtol, atol=config.atol, equal_nan=True))
-               for a, b in zip(replayed, direct))
+    return all(
+        a.shape == b.shape and bool(_allclose(a, b, rtol=config.rtol, atol=config.atol, equal_nan=True))
+        for a, b in zip(replayed, direct)
+    )

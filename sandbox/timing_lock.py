@@ -9,6 +9,7 @@ locks it through a read-only descriptor, which flock(2) allows. The lock goes wi
 a worker that dies or is killed releases it. Core masks are the calling thread's (sched_setaffinity of thread 0):
 what it starts inherits them, other threads of the process keep theirs.
 """
+
 import fcntl
 import logging
 import os
@@ -31,7 +32,7 @@ def timing_cores():
     allowed = sorted(_STARTED_ON)
     if len(allowed) < MIN_CORES:
         return set()
-    return set(allowed[-max(1, len(allowed) // 8):])
+    return set(allowed[-max(1, len(allowed) // 8) :])
 
 
 def other_cores():

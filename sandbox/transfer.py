@@ -1,5 +1,6 @@
 """Tensors between jailed workers as safetensors files: a standard format, fast, and loading runs no code (no
 pickle). Tensors keep their order (keys "0", "1", ...) and their dtype and shape; views are written as copies."""
+
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 

@@ -1,4 +1,5 @@
 """Verdict: the one JSON record an evaluation produces (DESIGN.md's contract), with its round-trip."""
+
 import json
 from dataclasses import asdict, dataclass, field, fields
 

@@ -1,6 +1,7 @@
 """How a jailed worker that serves one problem starts and ends: its command line (the two descriptors of its
 channel), becoming a worker (off the timing cores, the reaper of what it starts), the problem opened (device set
 up, file imported, Model validated) with one wording for every failure, and every process it left reaped."""
+
 import argparse
 
 from sandbox.problem import import_file
@@ -20,8 +21,11 @@ class ProblemRejected(Exception):
 def worker_main(serve, prog, description, argv=None):
     """Run SERVE(channel) as the jailed worker `python -m PROG READ_FD WRITE_FD` (how sandbox.harness.Worker
     starts one), and reap whatever it started, whether it returns or raises."""
-    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=description,
-                                     epilog="Not a command for people: the sandbox's Worker starts it in the jail.")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {prog}",
+        description=description,
+        epilog="Not a command for people: the sandbox's Worker starts it in the jail.",
+    )
     parser.add_argument("read_fd", type=int, help="the descriptor it reads the parent's messages from")
     parser.add_argument("write_fd", type=int, help="the descriptor it answers on")
     args = parser.parse_args(argv)
@@ -40,7 +44,8 @@ def open_problem(start):
         module = import_file(start["problem"], "ks_problem")
         model, spec = validate(module, start["device"], start["init_seed"], start["validation_seed"])
     except Exception as exc:  # noqa: BLE001 -- every failure becomes the problem's error message
-        reason = (str(exc) if isinstance(exc, ValueError)
-                  else f"importing the problem failed: {type(exc).__name__}: {exc}")
+        reason = (
+            str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
+        )
         raise ProblemRejected(reason, error_text(exc)) from exc
     return module, model, spec

@@ -1,4 +1,5 @@
 """Sign-up with Django's auth: a username and a password make an account, signed in at once (KS_SIGNUP=off: none)."""
+
 from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.forms import UserCreationForm
@@ -16,5 +17,4 @@ def signup(request):
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
-    return render(request, "registration/signup.html", {"form": form},
-                  status=400 if request.method == "POST" else 200)
+    return render(request, "registration/signup.html", {"form": form}, status=400 if request.method == "POST" else 200)

@@ -4,6 +4,7 @@ Every event is stored with the run's next sequence number and committed before i
 run's channel group, so a browser that connects late or reconnects replays what it missed from the
 database and then follows the live stream, de-duplicating by sequence number.
 """
+
 import logging
 
 from asgiref.sync import async_to_sync
@@ -65,18 +66,35 @@ def record_version(run_id, files, verdict, parent=None, author="agent"):
     """Store a solution of a run as a KernelVersion (the agent's, or a person's kept edit with AUTHOR); a correct
     one that beats the best so far becomes the run's best_version."""
     from studio.models import KernelVersion
+
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("best_version").get(pk=run_id)
-        version = KernelVersion.objects.create(problem_id=run.problem_id, run=run, files=files, verdict=verdict,
-                                               parent=parent or run.best_version, author=author,
-                                               human_edit=author != "agent")
+        version = KernelVersion.objects.create(
+            problem_id=run.problem_id,
+            run=run,
+            files=files,
+            verdict=verdict,
+            parent=parent or run.best_version,
+            author=author,
+            human_edit=author != "agent",
+        )
         if _better(verdict, run.best_version.verdict if run.best_version else None):
             run.best_version = version
             run.save(update_fields=["best_version"])
-        append_event(run_id, "version", {"version": version.pk, "status": verdict.get("status"),
-                                         "reward": verdict.get("reward"), "runtime_ms": verdict.get("runtime_ms"),
-                                         "eager_ms": verdict.get("eager_ms"), "compiled_ms": verdict.get("compiled_ms"),
-                                         "best": run.best_version_id == version.pk, "author": author})
+        append_event(
+            run_id,
+            "version",
+            {
+                "version": version.pk,
+                "status": verdict.get("status"),
+                "reward": verdict.get("reward"),
+                "runtime_ms": verdict.get("runtime_ms"),
+                "eager_ms": verdict.get("eager_ms"),
+                "compiled_ms": verdict.get("compiled_ms"),
+                "best": run.best_version_id == version.pk,
+                "author": author,
+            },
+        )
     return version
 
 
@@ -103,9 +121,24 @@ def finish_run(run_id, trajectory, error=""):
     set_status(run_id, Run.Status.FAILED if error else Run.Status.SUCCEEDED, error=error)
 
 
-VERDICT_KEYS = ("status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
-                "speedup_vs_eager", "speedup_vs_compiled", "speedup_vs_eager_tf32", "speedup_vs_compiled_tf32",
-                "max_abs_error", "max_abs_error_fp64", "violations", "trials", "compile_s")
+VERDICT_KEYS = (
+    "status",
+    "correct",
+    "reward",
+    "reward_schedule",
+    "runtime_ms",
+    "eager_ms",
+    "compiled_ms",
+    "speedup_vs_eager",
+    "speedup_vs_compiled",
+    "speedup_vs_eager_tf32",
+    "speedup_vs_compiled_tf32",
+    "max_abs_error",
+    "max_abs_error_fp64",
+    "violations",
+    "trials",
+    "compile_s",
+)
 
 
 def evaluation_message(evaluation, log_chars=8000):
@@ -113,14 +146,23 @@ def evaluation_message(evaluation, log_chars=8000):
     verdict = evaluation.verdict and {k: evaluation.verdict.get(k) for k in VERDICT_KEYS}
     if verdict is not None:
         log = evaluation.verdict.get("log") or ""
-        verdict["log"] = log if len(log) <= log_chars else log[:log_chars] + f"\n[... {len(log) - log_chars} more characters]"
-    return {"evaluation": evaluation.pk, "version": evaluation.base_id, "by": evaluation.owner.get_username(),
-            "status": evaluation.status, "error": evaluation.error, "verdict": verdict}
+        verdict["log"] = (
+            log if len(log) <= log_chars else log[:log_chars] + f"\n[... {len(log) - log_chars} more characters]"
+        )
+    return {
+        "evaluation": evaluation.pk,
+        "version": evaluation.base_id,
+        "by": evaluation.owner.get_username(),
+        "status": evaluation.status,
+        "error": evaluation.error,
+        "verdict": verdict,
+    }
 
 
 def queue_evaluation(owner, base, files, enqueue):
     """Store an edit of BASE to evaluate, announce it on the run's stream, and ENQUEUE(evaluation_id) -> job id."""
     from studio.models import Evaluation
+
     with transaction.atomic():
         evaluation = Evaluation.objects.create(owner=owner, base=base, run_id=base.run_id, files=files)
         append_event(base.run_id, "evaluation", evaluation_message(evaluation))
@@ -132,6 +174,7 @@ def queue_evaluation(owner, base, files, enqueue):
 def set_evaluation(evaluation_id, status, verdict=None, error=""):
     """Move an evaluation to STATUS with its verdict (or the reason there is none); stored, then streamed."""
     from studio.models import Evaluation
+
     with transaction.atomic():
         evaluation = Evaluation.objects.select_for_update(of=("self",)).select_related("owner").get(pk=evaluation_id)
         evaluation.status, evaluation.error = status, error
@@ -146,14 +189,20 @@ def set_evaluation(evaluation_id, status, verdict=None, error=""):
 def keep_evaluation(evaluation_id):
     """Keep an evaluated edit as a new version of its run, marked as its author's, with its verdict (once)."""
     from studio.models import Evaluation
+
     with transaction.atomic():
         evaluation = Evaluation.objects.select_for_update(of=("self",)).select_related("owner").get(pk=evaluation_id)
         if evaluation.kept_version_id:
             return evaluation.kept_version
         if evaluation.status != Evaluation.Status.DONE:
             raise NotEvaluated(f"evaluation {evaluation_id} is {evaluation.status}: keep an edit once it has a verdict")
-        version = record_version(evaluation.run_id, evaluation.files, evaluation.verdict, parent=evaluation.base,
-                                 author=evaluation.owner.get_username())
+        version = record_version(
+            evaluation.run_id,
+            evaluation.files,
+            evaluation.verdict,
+            parent=evaluation.base,
+            author=evaluation.owner.get_username(),
+        )
         evaluation.kept_version = version
         evaluation.save(update_fields=["kept_version"])
     return version

@@ -1,5 +1,6 @@
 """Staff pages of KernelBench evaluations: launch, progress (or the place in its queue), stop, the leaderboard and the
 per-problem drill-down."""
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +22,12 @@ COLUMNS = [
     ("fast_1_eager", "fast_1 vs eager", lambda m: _fast_1(m, "eager"), "pct"),
     ("fast_1_compiled", "fast_1 vs compile", lambda m: _fast_1(m, "compiled"), "pct"),
     ("geomean_eager", "geomean vs eager (correct)", lambda m: (m.get("eager") or {}).get("geomean_correct"), "x"),
-    ("geomean_compiled", "geomean vs compile (correct)", lambda m: (m.get("compiled") or {}).get("geomean_correct"),
-     "x"),
+    (
+        "geomean_compiled",
+        "geomean vs compile (correct)",
+        lambda m: (m.get("compiled") or {}).get("geomean_correct"),
+        "x",
+    ),
 ]
 
 
@@ -39,6 +44,7 @@ def _cell(value, kind):
 def leaderboard(evaluations):
     """{level: [row]} with one row per (evaluation, sandbox setting), then the paper's reference row per level."""
     from training.evaluation.report import PAPER
+
     tables = {}
     for evaluation in evaluations:
         for arm, data in (evaluation.metrics or {}).get("arms", {}).items():
@@ -46,13 +52,25 @@ def leaderboard(evaluations):
             for scope, m in scopes.items():
                 if not m or not m.get("problems"):
                     continue
-                tables.setdefault(scope, []).append({
-                    "evaluation": evaluation, "arm": arm, "problems": m["problems"], "reference": False,
-                    "cells": [_cell(read(m), kind) for _, _, read, kind in COLUMNS]})
+                tables.setdefault(scope, []).append(
+                    {
+                        "evaluation": evaluation,
+                        "arm": arm,
+                        "problems": m["problems"],
+                        "reference": False,
+                        "cells": [_cell(read(m), kind) for _, _, read, kind in COLUMNS],
+                    }
+                )
     paper = {**{f"level {lv}": m for lv, m in PAPER["levels"].items()}, "overall": PAPER["overall"]}
     for scope, m in paper.items():
-        tables.setdefault(scope, []).append({"label": PAPER["label"], "reference": True, "problems": None,
-                                             "cells": [_cell(m.get(key), kind) for key, _, _, kind in COLUMNS]})
+        tables.setdefault(scope, []).append(
+            {
+                "label": PAPER["label"],
+                "reference": True,
+                "problems": None,
+                "cells": [_cell(m.get(key), kind) for key, _, _, kind in COLUMNS],
+            }
+        )
     order = sorted((s for s in tables if s != "overall")) + ["overall"]
     return [(scope, tables[scope]) for scope in order]
 
@@ -64,29 +82,47 @@ def evaluation_list(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         evaluation = BenchEvaluation.objects.create(
-            created_by=request.user, policy=data["policy"], model=data["model"].strip(), device=data["device"],
-            levels=",".join(sorted(data["levels"])), limit=data["limit"],
-            sandbox=data["settings"])
-        evaluation.job_id = queues.enqueue("evaluation", evaluation.device, jobs.run_bench_evaluation, evaluation.pk,
-                                           owner_id=request.user.pk, timeout=settings.KS_EVALUATION_TIMEOUT)
+            created_by=request.user,
+            policy=data["policy"],
+            model=data["model"].strip(),
+            device=data["device"],
+            levels=",".join(sorted(data["levels"])),
+            limit=data["limit"],
+            sandbox=data["settings"],
+        )
+        evaluation.job_id = queues.enqueue(
+            "evaluation",
+            evaluation.device,
+            jobs.run_bench_evaluation,
+            evaluation.pk,
+            owner_id=request.user.pk,
+            timeout=settings.KS_EVALUATION_TIMEOUT,
+        )
         evaluation.save(update_fields=["job_id"])
         return redirect("bench_evaluation", evaluation.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "studio/staff/evaluations.html",
-                  {"form": form, "evaluations": BenchEvaluation.objects.select_related("created_by")[:100]},
-                  status=status)
+    return render(
+        request,
+        "studio/staff/evaluations.html",
+        {"form": form, "evaluations": BenchEvaluation.objects.select_related("created_by")[:100]},
+        status=status,
+    )
 
 
 @staff_only
 def evaluation_leaderboard(request):
     done = BenchEvaluation.objects.filter(status=BenchEvaluation.Status.DONE).exclude(metrics=None)
-    return render(request, "studio/staff/leaderboard.html",
-                  {"tables": leaderboard(done.order_by("created_at")), "columns": [c[1] for c in COLUMNS]})
+    return render(
+        request,
+        "studio/staff/leaderboard.html",
+        {"tables": leaderboard(done.order_by("created_at")), "columns": [c[1] for c in COLUMNS]},
+    )
 
 
 @dataclass
 class Progress:
     """Where a running evaluation stands: problems done of all, the one it is on, time spent and time left."""
+
     done: int
     total: int
     correct: int
@@ -112,11 +148,13 @@ def progress_of(evaluation, now=None):
 
 def _results(evaluation):
     from training.evaluation.results import ResultsFile
+
     if not evaluation.folder:
         return []
     results = ResultsFile(Path(evaluation.folder) / "results.jsonl")
-    return sorted(results.read().values(), key=lambda r: (r.arm, r.level, r.problem_id)) if results.path.exists() \
-        else []
+    return (
+        sorted(results.read().values(), key=lambda r: (r.arm, r.level, r.problem_id)) if results.path.exists() else []
+    )
 
 
 @staff_only
@@ -124,8 +162,16 @@ def evaluation_detail(request, pk):
     evaluation = get_object_or_404(BenchEvaluation, pk=pk)
     template = "studio/staff/_evaluation_progress.html" if request.htmx else "studio/staff/evaluation.html"
     waiting = queues.waiting(evaluation.job_id) if evaluation.status == BenchEvaluation.Status.QUEUED else None
-    return render(request, template, {"evaluation": evaluation, "results": _results(evaluation), "waiting": waiting,
-                                      "progress": progress_of(evaluation)})
+    return render(
+        request,
+        template,
+        {
+            "evaluation": evaluation,
+            "results": _results(evaluation),
+            "waiting": waiting,
+            "progress": progress_of(evaluation),
+        },
+    )
 
 
 @staff_only
@@ -142,6 +188,7 @@ def evaluation_episode(request, pk):
     import json
 
     from agent.trajectory import Trajectory
+
     evaluation = get_object_or_404(BenchEvaluation, pk=pk)
     arm, key = request.GET.get("arm", ""), request.GET.get("key", "")
     result = next((r for r in _results(evaluation) if r.arm == arm and r.key == key), None)
@@ -153,8 +200,18 @@ def evaluation_episode(request, pk):
         raise Http404(f"the trajectory of {arm}/{key} is not in the evaluation's folder")
     trajectory = Trajectory.from_json(json.loads(path.read_text(encoding="utf-8")))
     turns = [jobs.compact_turn(turn) for turn in trajectory.turns]
-    return render(request, "studio/staff/episode.html", {
-        "title": f"{result.key} · Evaluation {evaluation.pk}", "heading": result.key, "where": result.arm,
-        "back_url": reverse("bench_evaluation", args=[evaluation.pk]),
-        "back_label": f"Evaluation #{evaluation.pk} · {evaluation.label}", "turns": turns, "turn_count": result.turns,
-        "stop_reason": result.stop_reason, "verdict": trajectory.verdict})
+    return render(
+        request,
+        "studio/staff/episode.html",
+        {
+            "title": f"{result.key} · Evaluation {evaluation.pk}",
+            "heading": result.key,
+            "where": result.arm,
+            "back_url": reverse("bench_evaluation", args=[evaluation.pk]),
+            "back_label": f"Evaluation #{evaluation.pk} · {evaluation.label}",
+            "turns": turns,
+            "turn_count": result.turns,
+            "stop_reason": result.stop_reason,
+            "verdict": trajectory.verdict,
+        },
+    )

@@ -1,4 +1,5 @@
 """Live run updates over a WebSocket: replay stored events after the browser's last seq, then stream."""
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 

@@ -50,9 +50,12 @@ def _with_policy(request, response):
 def content_security_policy(get_response):
     """Middleware: add the policy to every response that has none of its own."""
     if iscoroutinefunction(get_response):
+
         async def middleware(request):
             return _with_policy(request, await get_response(request))
     else:
+
         def middleware(request):
             return _with_policy(request, get_response(request))
+
     return middleware

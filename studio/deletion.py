@@ -1,5 +1,6 @@
 """Deleting a run or a problem with everything it owns: its versions, events and evaluations in the database, its
 queued or running job, and the versions' built packages on disk."""
+
 import logging
 import shutil
 

@@ -1,6 +1,7 @@
 """Which target a form offers first: KS_DEFAULT_DEVICE where the operator set it (a web host without a GPU in front
 of GPU workers sets cuda), else CUDA where this host has a GPU, else the CPU. Live workers on the gpu queue say
 nothing: runstudio starts one on every host, and without a GPU it evaluates on the CPU target."""
+
 from pathlib import Path
 
 from django.conf import settings

@@ -1,4 +1,5 @@
 """The kernel editor: open a version, evaluate an edit on a worker, keep it as a version, hand it back to the agent."""
+
 import json
 
 from django.conf import settings
@@ -36,18 +37,34 @@ def _evaluation(request, pk):
 @require_GET
 def version_edit(request, pk):
     version = editable_version(request, pk)
-    return _edit_page(request, version, HandBackForm(initial={"policy": version.run.policy,
-                                                              "max_turns": version.run.max_turns}))
+    return _edit_page(
+        request, version, HandBackForm(initial={"policy": version.run.policy, "max_turns": version.run.max_turns})
+    )
 
 
 def _edit_page(request, version, handback, status=200):
-    diff_with = [{"id": v.pk, "label": f"#{v.pk} · {'agent' if v.author == 'agent' else 'edit by ' + v.author}"
-                                        f" · reward {v.reward}"}
-                 for v in version.run.versions.exclude(pk=version.pk).order_by("-created_at")]
-    return render(request, "studio/version_edit.html", {
-        "version": version, "run": version.run, "last_seq": version.run.last_seq, "files": version.files,
-        "handback": handback, "diff_with": diff_with, "before_title": f"Before: version #{version.pk}",
-        "agent_parent": version.parent_id if version.human_edit else None}, status=status)
+    diff_with = [
+        {
+            "id": v.pk,
+            "label": f"#{v.pk} · {'agent' if v.author == 'agent' else 'edit by ' + v.author} · reward {v.reward}",
+        }
+        for v in version.run.versions.exclude(pk=version.pk).order_by("-created_at")
+    ]
+    return render(
+        request,
+        "studio/version_edit.html",
+        {
+            "version": version,
+            "run": version.run,
+            "last_seq": version.run.last_seq,
+            "files": version.files,
+            "handback": handback,
+            "diff_with": diff_with,
+            "before_title": f"Before: version #{version.pk}",
+            "agent_parent": version.parent_id if version.human_edit else None,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -59,14 +76,25 @@ def version_evaluate(request, pk):
         body = json.loads(request.body.decode("utf-8"))
         files = check_files(body.get("files") if isinstance(body, dict) else None, settings.KS_UPLOAD_LIMIT_BYTES)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return JsonResponse({"error": "send JSON: {\"files\": {path: text}}"}, status=400)
+        return JsonResponse({"error": 'send JSON: {"files": {path: text}}'}, status=400)
     except BadFiles as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    evaluation = actions.queue_evaluation(request.user, version, files, lambda evaluation_id: queues.enqueue(
-        "edit", version.run.device, jobs.evaluate_edit, evaluation_id, owner_id=request.user.pk,
-        timeout=settings.KS_EVALUATE_TIMEOUT))
-    return JsonResponse({**actions.evaluation_message(evaluation),
-                         "url": reverse("evaluation", args=[evaluation.pk])}, status=202)
+    evaluation = actions.queue_evaluation(
+        request.user,
+        version,
+        files,
+        lambda evaluation_id: queues.enqueue(
+            "edit",
+            version.run.device,
+            jobs.evaluate_edit,
+            evaluation_id,
+            owner_id=request.user.pk,
+            timeout=settings.KS_EVALUATE_TIMEOUT,
+        ),
+    )
+    return JsonResponse(
+        {**actions.evaluation_message(evaluation), "url": reverse("evaluation", args=[evaluation.pk])}, status=202
+    )
 
 
 @login_required
@@ -75,8 +103,12 @@ def evaluation_detail(request, pk):
     """The evaluation as streamed, and while it is queued where it waits ({"ahead", "queue"}); the editor polls it."""
     evaluation = _evaluation(request, pk)
     waiting = queues.waiting(evaluation.job_id) if evaluation.status == Evaluation.Status.QUEUED else None
-    return JsonResponse({**actions.evaluation_message(evaluation),
-                         "waiting": waiting and {"ahead": waiting.ahead, "queue": waiting.queue}})
+    return JsonResponse(
+        {
+            **actions.evaluation_message(evaluation),
+            "waiting": waiting and {"ahead": waiting.ahead, "queue": waiting.queue},
+        }
+    )
 
 
 @login_required
@@ -84,8 +116,11 @@ def evaluation_detail(request, pk):
 def evaluation_verdict(request, pk):
     """The evaluation's verdict as the editor shows it beside the version's own (rendered here, as every verdict)."""
     evaluation = _evaluation(request, pk)
-    return render(request, "studio/_evaluation_verdict.html",
-                  {"evaluation": evaluation, "title": f"After: your edit (evaluation #{evaluation.pk})"})
+    return render(
+        request,
+        "studio/_evaluation_verdict.html",
+        {"evaluation": evaluation, "title": f"After: your edit (evaluation #{evaluation.pk})"},
+    )
 
 
 @login_required
@@ -97,8 +132,13 @@ def evaluation_keep(request, pk):
         version = actions.keep_evaluation(evaluation.pk)
     except actions.NotEvaluated as exc:
         return JsonResponse({"error": str(exc)}, status=409)
-    return JsonResponse({"version": version.pk, "edit_url": reverse("version_edit", args=[version.pk]),
-                         "run_url": reverse("run", args=[version.run_id])})
+    return JsonResponse(
+        {
+            "version": version.pk,
+            "edit_url": reverse("version_edit", args=[version.pk]),
+            "run_url": reverse("run", args=[version.run_id]),
+        }
+    )
 
 
 @login_required
@@ -109,9 +149,15 @@ def version_handback(request, pk):
     form = HandBackForm(request.POST)
     if not form.is_valid():
         return _edit_page(request, version, form, status=400)
-    run = Run.objects.create(owner=request.user, problem=version.problem, device=version.run.device,
-                             start_version=version, **form.cleaned_data)
-    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=request.user.pk,
-                                timeout=settings.KS_RUN_TIMEOUT)
+    run = Run.objects.create(
+        owner=request.user,
+        problem=version.problem,
+        device=version.run.device,
+        start_version=version,
+        **form.cleaned_data,
+    )
+    run.job_id = queues.enqueue(
+        "run", run.device, jobs.run_episode, run.pk, owner_id=request.user.pk, timeout=settings.KS_RUN_TIMEOUT
+    )
     run.save(update_fields=["job_id"])
     return redirect("run", run.pk)

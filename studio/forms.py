@@ -1,4 +1,5 @@
 """Forms of the studio pages."""
+
 from django import forms
 from django.conf import settings
 
@@ -10,6 +11,7 @@ class DeviceDefault:
         super().__init__(*args, **kwargs)
         if not self.is_bound and "device" not in self.initial:
             from studio.devices import default_device
+
             self.fields["device"].initial = default_device()
 
 
@@ -54,14 +56,20 @@ def _size(count):
 
 
 class RunForm(forms.Form):
-    policy = forms.ChoiceField(choices=[("heuristic", "Heuristic (built in, no model)"),
-                                        ("openai", "Served checkpoint (OpenAI-compatible endpoint)")], initial="heuristic")
+    policy = forms.ChoiceField(
+        choices=[
+            ("heuristic", "Heuristic (built in, no model)"),
+            ("openai", "Served checkpoint (OpenAI-compatible endpoint)"),
+        ],
+        initial="heuristic",
+    )
     device = forms.ChoiceField(choices=[("cpu", "CPU"), ("cuda", "GPU")])
     max_turns = forms.IntegerField(min_value=1, max_value=500, initial=60)
 
     def __init__(self, *args, **kwargs):
         """The policies plus every checkpoint staff chose to serve from a training run."""
         from studio.models import ServedCheckpoint
+
         super().__init__(*args, **kwargs)
         served = [(c.policy, f"Checkpoint: {c}") for c in ServedCheckpoint.objects.select_related("training_run")]
         self.fields["policy"].choices = list(self.base_fields["policy"].choices) + served
@@ -69,31 +77,47 @@ class RunForm(forms.Form):
 
 class HandBackForm(forms.Form):
     """A new run of the agent that starts from a version's files (the device is the version's)."""
+
     policy = RunForm.base_fields["policy"]
     max_turns = forms.IntegerField(min_value=1, max_value=500, initial=20)
 
 
 # Sandbox settings of `python -m training evaluate --sandbox/--compare` (training.evaluation.cli.SETTINGS, joined by +).
-SANDBOX_SETTINGS = [("strict", "strict (no PyTorch compute in the solution)"),
-                    ("relaxed", "relaxed (PyTorch compute allowed)"),
-                    ("strict+graph", "strict, timed by CUDA-graph replay"),
-                    ("relaxed+graph", "relaxed, timed by CUDA-graph replay"),
-                    ("strict+events", "strict, timed per call with events")]
+SANDBOX_SETTINGS = [
+    ("strict", "strict (no PyTorch compute in the solution)"),
+    ("relaxed", "relaxed (PyTorch compute allowed)"),
+    ("strict+graph", "strict, timed by CUDA-graph replay"),
+    ("relaxed+graph", "relaxed, timed by CUDA-graph replay"),
+    ("strict+events", "strict, timed per call with events"),
+]
 
 
 class BenchEvaluationForm(DeviceDefault, forms.Form):
     """A KernelBench evaluation to launch from the staff area."""
-    levels = forms.MultipleChoiceField(choices=[("1", "Level 1"), ("2", "Level 2"), ("3", "Level 3")],
-                                       initial=["1", "2", "3"], widget=forms.CheckboxSelectMultiple)
+
+    levels = forms.MultipleChoiceField(
+        choices=[("1", "Level 1"), ("2", "Level 2"), ("3", "Level 3")],
+        initial=["1", "2", "3"],
+        widget=forms.CheckboxSelectMultiple,
+    )
     policy = RunForm.base_fields["policy"]
-    model = forms.CharField(max_length=300, required=False,
-                            help_text="model name or checkpoint path (for a served checkpoint)")
+    model = forms.CharField(
+        max_length=300, required=False, help_text="model name or checkpoint path (for a served checkpoint)"
+    )
     device = forms.ChoiceField(choices=[("cuda", "GPU"), ("cpu", "CPU")])
     limit = forms.IntegerField(min_value=1, required=False, help_text="at most this many problems per level")
-    sandbox = forms.ChoiceField(choices=SANDBOX_SETTINGS, initial="strict", required=False, label="sandbox setting",
-                                help_text="strict when not given")
-    compare_with = forms.ChoiceField(choices=[("", "(no comparison)")] + SANDBOX_SETTINGS, required=False,
-                                     help_text="run every problem under a second setting too, side by side")
+    sandbox = forms.ChoiceField(
+        choices=SANDBOX_SETTINGS,
+        initial="strict",
+        required=False,
+        label="sandbox setting",
+        help_text="strict when not given",
+    )
+    compare_with = forms.ChoiceField(
+        choices=[("", "(no comparison)")] + SANDBOX_SETTINGS,
+        required=False,
+        help_text="run every problem under a second setting too, side by side",
+    )
 
     def clean(self):
         data = super().clean()
@@ -106,6 +130,7 @@ class BenchEvaluationForm(DeviceDefault, forms.Form):
 
 class SynthesisForm(DeviceDefault, forms.Form):
     """A task-synthesis run to launch from the staff area."""
+
     count = forms.IntegerField(min_value=1, max_value=100000, initial=100, help_text="tasks to keep")
     device = forms.ChoiceField(choices=[("cuda", "GPU"), ("cpu", "CPU")])
     workers = forms.IntegerField(min_value=1, max_value=256, initial=1, help_text="candidates probed at once")
@@ -113,6 +138,7 @@ class SynthesisForm(DeviceDefault, forms.Form):
 
 class TaskFilterForm(forms.Form):
     """Filters of the dataset browser."""
+
     op_class = forms.CharField(required=False, label="operator class")
     depth = forms.IntegerField(required=False, min_value=1, max_value=5, label="fused operators")
     min_ms = forms.FloatField(required=False, min_value=0, label="eager ms from")
@@ -121,16 +147,25 @@ class TaskFilterForm(forms.Form):
 
 class TrainingRunForm(forms.Form):
     """An RL training run to launch: a config (one of training/configs or pasted YAML), overrides and a stage."""
+
     name = forms.CharField(max_length=200, required=False, help_text="defaults to the config's name")
     preset = forms.ChoiceField(required=False, label="config", help_text="one of the project's configs ...")
-    config = forms.CharField(widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}), required=False,
-                             label="or YAML", help_text="... or a config pasted here")
-    overrides = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}), required=False,
-                                help_text="KEY=VALUE per line (--set), e.g. ppo.steps=10")
+    config = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+        required=False,
+        label="or YAML",
+        help_text="... or a config pasted here",
+    )
+    overrides = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        required=False,
+        help_text="KEY=VALUE per line (--set), e.g. ppo.steps=10",
+    )
     stage = forms.ChoiceField(required=False, help_text="run only this stage")
 
     def __init__(self, *args, **kwargs):
         from training.rl.config import STAGES
+
         super().__init__(*args, **kwargs)
         self.fields["preset"].choices = [("", "(pasted below)")] + [(p.name, p.name) for p in presets()]
         self.fields["stage"].choices = [("", "the config's stages")] + [(s, s) for s in STAGES]
@@ -139,6 +174,7 @@ class TrainingRunForm(forms.Form):
         import yaml
 
         from training.rl.config import ConfigError, RunConfig, override
+
         data = super().clean()
         preset, text = data.get("preset"), (data.get("config") or "").strip()
         if bool(preset) == bool(text):
@@ -152,8 +188,12 @@ class TrainingRunForm(forms.Form):
             raise forms.ValidationError(f"The config is not valid YAML: {exc}") from None
         except ConfigError as exc:
             raise forms.ValidationError(f"The config is invalid: {exc}") from None
-        data.update(config=text, overrides=sets, device=config.episode.device,
-                    name=data.get("name") or (preset.rsplit(".", 1)[0] if preset else "run"))
+        data.update(
+            config=text,
+            overrides=sets,
+            device=config.episode.device,
+            name=data.get("name") or (preset.rsplit(".", 1)[0] if preset else "run"),
+        )
         return data
 
 

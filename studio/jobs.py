@@ -1,4 +1,5 @@
 """RQ jobs: everything that runs user code or the sandbox happens here, on a worker, never in the web process."""
+
 import hashlib
 import logging
 import tempfile
@@ -25,8 +26,14 @@ def validate_problem(owner_id, name, source, device):
         except InvalidProblem as exc:
             log.info("upload %r of user %s rejected: %s", name, owner_id, exc)
             return {"error": str(exc).replace(f"invalid problem {path}: ", "").replace(str(path), name)}
-    problem = Problem.objects.create(owner_id=owner_id, name=name, source=source, device=device, spec=spec,
-                                     sha256=hashlib.sha256(source.encode()).hexdigest())
+    problem = Problem.objects.create(
+        owner_id=owner_id,
+        name=name,
+        source=source,
+        device=device,
+        spec=spec,
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+    )
     log.info("upload %r of user %s stored as problem %s", name, owner_id, problem.pk)
     return {"problem_id": problem.pk}
 
@@ -37,20 +44,53 @@ class RunCancelled(Exception):
 
 def compact_turn(turn, limit=20000):
     """A turn as stored and streamed: everything but token ids, long texts cut with a note."""
+
     def cut(text):
         text = text or ""
         return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+
     calls = []
     for call in turn.tool_calls:
         arguments = {k: cut(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
-        verdict = call.verdict and {k: call.verdict.get(k) for k in (
-            "status", "correct", "reward", "reward_schedule", "runtime_ms", "eager_ms", "compiled_ms",
-            "speedup_vs_eager", "speedup_vs_compiled", "speedup_vs_eager_tf32", "speedup_vs_compiled_tf32",
-            "max_abs_error", "max_abs_error_fp64", "violations", "trials")}
-        calls.append({"name": call.name, "arguments": arguments, "error": call.error,
-                      "observation": cut(call.observation), "verdict": verdict, "seconds": call.seconds})
-    return {"index": turn.index, "thought": cut(turn.thought), "tool_calls": calls, "policy_s": turn.policy_s,
-            "tools_s": turn.tools_s, "prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens}
+        verdict = call.verdict and {
+            k: call.verdict.get(k)
+            for k in (
+                "status",
+                "correct",
+                "reward",
+                "reward_schedule",
+                "runtime_ms",
+                "eager_ms",
+                "compiled_ms",
+                "speedup_vs_eager",
+                "speedup_vs_compiled",
+                "speedup_vs_eager_tf32",
+                "speedup_vs_compiled_tf32",
+                "max_abs_error",
+                "max_abs_error_fp64",
+                "violations",
+                "trials",
+            )
+        }
+        calls.append(
+            {
+                "name": call.name,
+                "arguments": arguments,
+                "error": call.error,
+                "observation": cut(call.observation),
+                "verdict": verdict,
+                "seconds": call.seconds,
+            }
+        )
+    return {
+        "index": turn.index,
+        "thought": cut(turn.thought),
+        "tool_calls": calls,
+        "policy_s": turn.policy_s,
+        "tools_s": turn.tools_s,
+        "prompt_tokens": turn.prompt_tokens,
+        "completion_tokens": turn.completion_tokens,
+    }
 
 
 def run_episode(run_id):
@@ -85,8 +125,9 @@ def run_episode(run_id):
         try:
             backend, options = policy_for(run.policy)
             policy = make_policy(backend, **options)
-            trajectory = Episode(problem_path, policy, workspace, config, on_turn=on_turn,
-                                 start_files=start_files).run()
+            trajectory = Episode(
+                problem_path, policy, workspace, config, on_turn=on_turn, start_files=start_files
+            ).run()
         except RunCancelled:
             log.info("run %s: cancelled", run_id)
             return
@@ -114,13 +155,17 @@ def package_version(version_id):
         problem.write_text(version.problem.source, encoding="utf-8")
         workspace = write_files(Path(tmp) / "workspace", version.files)
         try:
-            result = package_solution(problem, workspace, out, name=f"ks-{version.problem.name}-v{version.pk}",
-                                      verdict=version.verdict)
+            result = package_solution(
+                problem, workspace, out, name=f"ks-{version.problem.name}-v{version.pk}", verdict=version.verdict
+            )
         except SandboxError as exc:
             KernelVersion.objects.filter(pk=version_id).update(package_error=str(exc))
             return {"error": str(exc)}
-    package = {"sdist": Path(result.sdist).name, "wheel": Path(result.wheel).name if result.wheel else None,
-               "notes": list(result.notes)}
+    package = {
+        "sdist": Path(result.sdist).name,
+        "wheel": Path(result.wheel).name if result.wheel else None,
+        "notes": list(result.notes),
+    }
     KernelVersion.objects.filter(pk=version_id).update(package=package, package_error="")
     log.info("version %s packaged: %s", version_id, package)
     return package
@@ -149,8 +194,9 @@ def evaluate_edit(evaluation_id):
             # A solution the sandbox cannot even load (no ModelNew, say) is the edit's verdict, not a crash.
             verdict = sandbox.Verdict(status="load_error", log=str(exc), device=run.device).to_json()
         except Exception as exc:
-            actions.set_evaluation(evaluation_id, Evaluation.Status.FAILED,
-                                   error=f"the evaluation crashed: {type(exc).__name__}: {exc}")
+            actions.set_evaluation(
+                evaluation_id, Evaluation.Status.FAILED, error=f"the evaluation crashed: {type(exc).__name__}: {exc}"
+            )
             raise
     verdict.pop("profile", None)
     actions.set_evaluation(evaluation_id, Evaluation.Status.DONE, verdict=verdict)
@@ -159,8 +205,11 @@ def evaluate_edit(evaluation_id):
 
 def _start(model, pk, **fields):
     """Move a staff job's row from queued to running; False when it was stopped meanwhile (then nothing runs)."""
-    return bool(model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
-        status=model.Status.RUNNING, started_at=timezone.now(), **fields))
+    return bool(
+        model.objects.filter(pk=pk, status=model.Status.QUEUED).update(
+            status=model.Status.RUNNING, started_at=timezone.now(), **fields
+        )
+    )
 
 
 def _close(model, pk, **fields):
@@ -173,10 +222,15 @@ def _evaluation_progress(evaluation_id, folder, keys):
     in the order they run, with no result yet); the page reads the database only."""
     from training.evaluation.results import ResultsFile
     from studio.models import BenchEvaluation
+
     results = ResultsFile(Path(folder) / "results.jsonl").read().values() if Path(folder).exists() else []
     finished = {r.key for r in results}
-    progress = {"done": len(results), "total": len(keys), "correct": sum(r.correct for r in results),
-                "current": next((key for key in keys if key not in finished), "")}
+    progress = {
+        "done": len(results),
+        "total": len(keys),
+        "correct": sum(r.correct for r in results),
+        "current": next((key for key in keys if key not in finished), ""),
+    }
     BenchEvaluation.objects.filter(pk=evaluation_id).update(progress=progress)
 
 
@@ -230,9 +284,23 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
     folder = settings.KS_EVALUATIONS_DIR / str(evaluation.pk)
     if not _start(BenchEvaluation, evaluation_id, folder=str(folder)):
         return {"status": "stopped"}
-    argv = ["evaluate", "--problems", str(settings.KS_KERNELBENCH_PROBLEMS), "--levels", evaluation.levels,
-            "--policy", evaluation.policy, "--device", evaluation.device, "--out", str(folder), "--resume",
-            "--in-process", "-q", *shlex.split(settings.KS_EVALUATION_ARGS)]
+    argv = [
+        "evaluate",
+        "--problems",
+        str(settings.KS_KERNELBENCH_PROBLEMS),
+        "--levels",
+        evaluation.levels,
+        "--policy",
+        evaluation.policy,
+        "--device",
+        evaluation.device,
+        "--out",
+        str(folder),
+        "--resume",
+        "--in-process",
+        "-q",
+        *shlex.split(settings.KS_EVALUATION_ARGS),
+    ]
     if evaluation.model:
         argv += ["--model", evaluation.model]
     if evaluation.limit:
@@ -240,16 +308,25 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
     setting = evaluation.sandbox or "strict"
     argv += ["--compare", setting] if "," in setting else ["--sandbox", setting]
     try:
-        chosen = problem_source.select(problem_source.read_problems(settings.KS_KERNELBENCH_PROBLEMS),
-                                       problem_source.parse_levels(evaluation.levels), None, None, evaluation.limit,
-                                       None)
+        chosen = problem_source.select(
+            problem_source.read_problems(settings.KS_KERNELBENCH_PROBLEMS),
+            problem_source.parse_levels(evaluation.levels),
+            None,
+            None,
+            evaluation.limit,
+            None,
+        )
     except problem_source.ProblemsError as exc:
         _close(BenchEvaluation, evaluation_id, status=BenchEvaluation.Status.FAILED, error=str(exc))
         return {"error": str(exc)}
 
     def crashed(message):
-        _close(BenchEvaluation, evaluation_id, status=BenchEvaluation.Status.FAILED,
-               error=f"the evaluation crashed: {message}")
+        _close(
+            BenchEvaluation,
+            evaluation_id,
+            status=BenchEvaluation.Status.FAILED,
+            error=f"the evaluation crashed: {message}",
+        )
 
     keys = [p.key for p in chosen]
     code = _training_cli(argv, crashed, lambda: _evaluation_progress(evaluation_id, folder, keys), poll_s)
@@ -258,8 +335,13 @@ def run_bench_evaluation(evaluation_id, poll_s=2.0):
     metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else None
     done = code == 0 and metrics is not None
     status = BenchEvaluation.Status.DONE if done else BenchEvaluation.Status.FAILED
-    _close(BenchEvaluation, evaluation_id, status=status, metrics=metrics,
-           error="" if done else f"`python -m training {shlex.join(argv)}` ended with status {code}; see the worker's log")
+    _close(
+        BenchEvaluation,
+        evaluation_id,
+        status=status,
+        metrics=metrics,
+        error="" if done else f"`python -m training {shlex.join(argv)}` ended with status {code}; see the worker's log",
+    )
     log.info("KernelBench evaluation %s: exit %s", evaluation_id, code)
     return {"status": "done" if done else "failed"}
 
@@ -279,8 +361,19 @@ def run_synthesis(synthesis_id):
     dataset.parent.mkdir(parents=True, exist_ok=True)
     if not _start(SynthesisRun, synthesis_id, dataset=str(dataset)):
         return {"status": "stopped"}
-    argv = ["synthesize", "--count", str(run.count), "--device", run.device, "--workers", str(run.workers),
-            "--out", str(dataset), "--no-progress", *shlex.split(settings.KS_SYNTHESIS_ARGS)]
+    argv = [
+        "synthesize",
+        "--count",
+        str(run.count),
+        "--device",
+        run.device,
+        "--workers",
+        str(run.workers),
+        "--out",
+        str(dataset),
+        "--no-progress",
+        *shlex.split(settings.KS_SYNTHESIS_ARGS),
+    ]
 
     def crashed(message):
         _close(SynthesisRun, synthesis_id, status=SynthesisRun.Status.FAILED, error=f"the synthesis crashed: {message}")
@@ -290,11 +383,22 @@ def run_synthesis(synthesis_id):
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
     # Exit 1: fewer tasks kept than asked (out of attempts or time); what was kept is still a dataset.
     done = code in (0, 1) and summary is not None
-    error = "" if code == 0 else (f"kept {summary['kept']} of {run.count} asked" if done else
-                                  f"`python -m training {shlex.join(argv)}` ended with status {code}; see the "
-                                  f"worker's log")
-    _close(SynthesisRun, synthesis_id, status=SynthesisRun.Status.DONE if done else SynthesisRun.Status.FAILED,
-           summary=summary, error=error)
+    error = (
+        ""
+        if code == 0
+        else (
+            f"kept {summary['kept']} of {run.count} asked"
+            if done
+            else f"`python -m training {shlex.join(argv)}` ended with status {code}; see the worker's log"
+        )
+    )
+    _close(
+        SynthesisRun,
+        synthesis_id,
+        status=SynthesisRun.Status.DONE if done else SynthesisRun.Status.FAILED,
+        summary=summary,
+        error=error,
+    )
     log.info("synthesis run %s: exit %s", synthesis_id, code)
     return {"status": "done" if done else "failed"}
 
@@ -303,10 +407,12 @@ def _training_progress(training_id, folder):
     """Store the newest metrics record and its stage; the list page reads the database only."""
     from sandbox.jsonl import read_jsonl
     from studio.models import TrainingRun
+
     records = read_jsonl(Path(folder) / "metrics.jsonl", skip_bad=True)
     if records:
-        TrainingRun.objects.filter(pk=training_id).update(last_metrics=records[-1],
-                                                          current_stage=records[-1].get("stage", ""))
+        TrainingRun.objects.filter(pk=training_id).update(
+            last_metrics=records[-1], current_stage=records[-1].get("stage", "")
+        )
 
 
 def run_training(training_id, poll_s=2.0):
@@ -334,17 +440,27 @@ def run_training(training_id, poll_s=2.0):
         argv += ["--stage", run.stage]
 
     def crashed(message):
-        _close(TrainingRun, training_id, status=TrainingRun.Status.FAILED,
-               error=f"the training run crashed: {message}")
+        _close(TrainingRun, training_id, status=TrainingRun.Status.FAILED, error=f"the training run crashed: {message}")
 
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
         code = _training_cli(argv, crashed, lambda: _training_progress(training_id, folder), poll_s)
     _training_progress(training_id, folder)
     said = [line for line in stderr.getvalue().splitlines() if line.startswith(("error:", "stopped:"))]
-    error = "" if code == 0 else (said[-1] if said else f"`python -m training {shlex.join(argv)}` ended with "
-                                                         f"status {code}; see the worker's log")
-    _close(TrainingRun, training_id, status=TrainingRun.Status.DONE if code == 0 else TrainingRun.Status.FAILED,
-           error=error)
+    error = (
+        ""
+        if code == 0
+        else (
+            said[-1]
+            if said
+            else f"`python -m training {shlex.join(argv)}` ended with status {code}; see the worker's log"
+        )
+    )
+    _close(
+        TrainingRun,
+        training_id,
+        status=TrainingRun.Status.DONE if code == 0 else TrainingRun.Status.FAILED,
+        error=error,
+    )
     log.info("training run %s: exit %s", training_id, code)
     return {"status": "done" if code == 0 else "failed", "exit": code}

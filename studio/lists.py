@@ -1,4 +1,5 @@
 """A user's lists: "my runs" (status, best speedup, filters, retry, delete) and their problems (delete)."""
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
@@ -14,8 +15,9 @@ from studio.views import start_run, visible
 class RunFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "any status")] + list(Run.Status.choices), required=False)
     device = forms.ChoiceField(choices=[("", "any target"), ("cpu", "CPU"), ("cuda", "GPU")], required=False)
-    problem = forms.CharField(required=False, label="problem name",
-                              widget=forms.TextInput(attrs={"placeholder": "problem name contains"}))
+    problem = forms.CharField(
+        required=False, label="problem name", widget=forms.TextInput(attrs={"placeholder": "problem name contains"})
+    )
 
 
 @login_required
@@ -41,8 +43,14 @@ def run_list(request):
 def run_retry(request, pk):
     """A new run with the same problem, policy, target, turns and starting version."""
     run = get_object_or_404(visible(Run.objects.select_related("problem"), request.user), pk=pk)
-    again = start_run(request.user, run.problem, policy=run.policy, device=run.device, max_turns=run.max_turns,
-                      start_version=run.start_version)
+    again = start_run(
+        request.user,
+        run.problem,
+        policy=run.policy,
+        device=run.device,
+        max_turns=run.max_turns,
+        start_version=run.start_version,
+    )
     return redirect("run", again.pk)
 
 

@@ -1,4 +1,5 @@
 """Whether a live worker serves a job: the live/offline indicator of pages that show a queued or running job."""
+
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
@@ -40,5 +41,4 @@ def job_worker(request, job_id):
     job = queues.fetch(job_id)
     if job is None or not (request.user.is_staff or job.meta.get("owner_id") == request.user.pk):
         raise Http404("no such job")
-    return render(request, "studio/_worker_status.html",
-                  {"job_id": job_id, "status": worker_status(job), "poll": True})
+    return render(request, "studio/_worker_status.html", {"job_id": job_id, "status": worker_status(job), "poll": True})

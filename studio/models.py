@@ -1,4 +1,5 @@
 """The studio's records: problems, optimization runs, their event streams, kernel versions and evaluations of edits."""
+
 from django.conf import settings
 from django.db import models
 
@@ -44,12 +45,18 @@ class Run(models.Model):
     job_id = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
     last_seq = models.PositiveIntegerField(default=0, help_text="sequence number of the newest event")
-    best_version = models.ForeignKey("KernelVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    best_version = models.ForeignKey(
+        "KernelVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     trajectory = models.JSONField(null=True, blank=True, help_text="the finished episode, for download")
-    start_version = models.ForeignKey("KernelVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="handed_back_runs",
-                                      help_text="the version whose files the episode starts from (handed back)")
+    start_version = models.ForeignKey(
+        "KernelVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="handed_back_runs",
+        help_text="the version whose files the episode starts from (handed back)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -119,17 +126,23 @@ class Evaluation(models.Model):
         FAILED = "failed"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="evaluations")
-    base = models.ForeignKey(KernelVersion, on_delete=models.CASCADE, related_name="evaluations",
-                             help_text="the version the edit started from")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations",
-                            help_text="whose stream carries the verdict")
+    base = models.ForeignKey(
+        KernelVersion,
+        on_delete=models.CASCADE,
+        related_name="evaluations",
+        help_text="the version the edit started from",
+    )
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="evaluations", help_text="whose stream carries the verdict"
+    )
     files = models.JSONField(default=dict, help_text="relative path -> text of the edited workspace")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     verdict = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True, help_text="why no verdict was reached")
     job_id = models.CharField(max_length=64, blank=True)
-    kept_version = models.OneToOneField(KernelVersion, null=True, blank=True, on_delete=models.SET_NULL,
-                                        related_name="kept_from")
+    kept_version = models.OneToOneField(
+        KernelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="kept_from"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -173,8 +186,11 @@ class BenchEvaluation(StaffJob):
     device = models.CharField(max_length=8, default="cpu")
     levels = models.CharField(max_length=20, default="1,2,3", help_text="comma-separated KernelBench levels")
     limit = models.PositiveIntegerField(null=True, blank=True, help_text="at most this many problems per level")
-    sandbox = models.CharField(max_length=100, default="strict",
-                               help_text="the sandbox setting, or settings compared side by side (comma-separated)")
+    sandbox = models.CharField(
+        max_length=100,
+        default="strict",
+        help_text="the sandbox setting, or settings compared side by side (comma-separated)",
+    )
     folder = models.CharField(max_length=500, blank=True, help_text="the evaluation's folder (results, episodes)")
     progress = models.JSONField(default=dict, help_text='{"done": n, "total": m, "correct": k}')
     metrics = models.JSONField(null=True, blank=True, help_text="the folder's metrics.json")

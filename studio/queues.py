@@ -17,6 +17,7 @@ device: RQ workers take queues in order, so it helps users only while no staff j
 the staff queues itself (training/evaluation/queues.py, its synthesis runner, RL rollouts); a test pins that the two
 agree.
 """
+
 import uuid
 from dataclasses import dataclass
 
@@ -24,8 +25,15 @@ USERS = {"cuda": "gpu", "cpu": "cpu"}
 STAFF = {"cuda": "staff-gpu", "cpu": "staff-cpu"}
 # A CPU training run's learner is small (the toy configs); a GPU one needs the trainer's GPUs.
 LEARNERS = {"cuda": "train", "cpu": "staff-cpu"}
-KINDS = {"validation": USERS, "run": USERS, "edit": USERS, "package": USERS,
-         "evaluation": STAFF, "synthesis": STAFF, "training": LEARNERS}
+KINDS = {
+    "validation": USERS,
+    "run": USERS,
+    "edit": USERS,
+    "package": USERS,
+    "evaluation": STAFF,
+    "synthesis": STAFF,
+    "training": LEARNERS,
+}
 NAMES = ("gpu", "cpu", "staff-gpu", "staff-cpu", "train")
 
 
@@ -39,14 +47,17 @@ def queue_name(kind, device):
 def enqueue(kind, device, func, *args, owner_id=None, timeout=3600):
     """Queue FUNC(*ARGS) as a job of KIND on DEVICE's queue; its id (ours, set before enqueueing)."""
     import django_rq
+
     job_id = uuid.uuid4().hex
-    django_rq.get_queue(queue_name(kind, device)).enqueue(func, *args, job_id=job_id, job_timeout=timeout,
-                                                          result_ttl=3600, meta={"owner_id": owner_id})
+    django_rq.get_queue(queue_name(kind, device)).enqueue(
+        func, *args, job_id=job_id, job_timeout=timeout, result_ttl=3600, meta={"owner_id": owner_id}
+    )
     return job_id
 
 
 def connection():
     import django_rq
+
     return django_rq.get_connection(NAMES[0])  # every queue lives on REDIS_URL
 
 
@@ -54,6 +65,7 @@ def fetch(job_id):
     """The job with JOB_ID, whichever queue holds it, or None."""
     from rq.exceptions import NoSuchJobError
     from rq.job import Job
+
     if not job_id:
         return None
     try:
@@ -65,6 +77,7 @@ def fetch(job_id):
 @dataclass(frozen=True)
 class Waiting:
     """A queued job's place: how many jobs are ahead of it in which queue."""
+
     ahead: int
     queue: str
 
@@ -83,6 +96,7 @@ def stop(job_id):
     the job started and removes its scratch folder: studio.workers)."""
     from rq.command import send_stop_job_command
     from rq.exceptions import InvalidJobOperation, NoSuchJobError
+
     job = fetch(job_id)
     if job is None:
         return

@@ -1,6 +1,7 @@
 """Runs, evaluations of edits, KernelBench evaluations, synthesis runs and training runs whose worker died: RQ shows
 their job as started for minutes (forever with no worker left), so those that claim to be queued or running are
 checked against the workers alive, and closed."""
+
 import logging
 from datetime import timedelta
 
@@ -42,11 +43,15 @@ def reconcile(grace=HEARTBEAT_GRACE):
     """Close every run, evaluation and staff job that can no longer finish; returns how many were closed."""
     pending = list(Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]))
     # An evaluation's job id is saved just after enqueueing: one without it yet is not judged.
-    evaluations = list(Evaluation.objects.filter(status__in=[Evaluation.Status.QUEUED, Evaluation.Status.RUNNING])
-                       .exclude(job_id=""))
+    evaluations = list(
+        Evaluation.objects.filter(status__in=[Evaluation.Status.QUEUED, Evaluation.Status.RUNNING]).exclude(job_id="")
+    )
     # A staff job's id is saved just after enqueueing (and cleared on resume): one without it is not judged.
-    staff = [row for model in STAFF_JOBS for row in model.objects.filter(
-        status__in=[model.Status.QUEUED, model.Status.RUNNING]).exclude(job_id="")]
+    staff = [
+        row
+        for model in STAFF_JOBS
+        for row in model.objects.filter(status__in=[model.Status.QUEUED, model.Status.RUNNING]).exclude(job_id="")
+    ]
     if not pending and not evaluations and not staff:
         return 0
     live = live_workers(queues.connection(), grace)
@@ -61,7 +66,8 @@ def reconcile(grace=HEARTBEAT_GRACE):
         reason = _job_cannot_finish(row.job_id, live)
         model = type(row)
         if reason and model.objects.filter(pk=row.pk, status=row.status, job_id=row.job_id).update(
-                status=model.Status.FAILED, error=reason, finished_at=django_timezone.now()):
+            status=model.Status.FAILED, error=reason, finished_at=django_timezone.now()
+        ):
             log.warning("%s failed: %s", row, reason)
             closed += 1
     for run in pending:

@@ -1,4 +1,5 @@
 """WebSocket routes of the studio."""
+
 from django.urls import path
 
 from studio.consumers import RunConsumer

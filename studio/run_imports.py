@@ -1,6 +1,7 @@
 """Runs trained outside the studio (`python -m training train`, `python -m bench.rl_pipeline` on a GPU host) brought
 into it: the run folder copied under KS_TRAINING_DIR and listed as a training run with its charts, plots,
 checkpoints and episodes, resumable from the staff page where its last stage is unfinished."""
+
 import shutil
 from datetime import datetime, timezone as tz
 from pathlib import Path
@@ -19,10 +20,13 @@ class RunImportError(Exception):
 def _config(folder):
     """(text, RunConfig) of FOLDER/config.yaml, validated as `python -m training train` validates it."""
     from training.rl.config import ConfigError, load
+
     path = folder / "config.yaml"
     if not path.is_file():
-        raise RunImportError(f"{folder} has no config.yaml: give the run folder of `python -m training train` "
-                             f"(it writes config.yaml, metrics.jsonl and train.log there)")
+        raise RunImportError(
+            f"{folder} has no config.yaml: give the run folder of `python -m training train` "
+            f"(it writes config.yaml, metrics.jsonl and train.log there)"
+        )
     try:
         return path.read_text(encoding="utf-8"), load(path)
     except ConfigError as exc:
@@ -48,12 +52,19 @@ def import_run(folder, user, name=""):
     finished = bool(stages) and any(r.get("stage") == stages[-1] for r in records)
     with transaction.atomic():
         run = TrainingRun.objects.create(
-            created_by=user, name=name or folder.name, config=text, device=config.episode.device,
+            created_by=user,
+            name=name or folder.name,
+            config=text,
+            device=config.episode.device,
             status=TrainingRun.Status.DONE if finished else TrainingRun.Status.STOPPED,
-            error="" if finished else f"imported before its last stage ({stages[-1] if stages else '?'}) logged: "
-                                      f"resume to go on",
-            current_stage=records[-1].get("stage", ""), last_metrics=records[-1],
-            started_at=_when(records[0]), finished_at=_when(records[-1]))
+            error=""
+            if finished
+            else f"imported before its last stage ({stages[-1] if stages else '?'}) logged: resume to go on",
+            current_stage=records[-1].get("stage", ""),
+            last_metrics=records[-1],
+            started_at=_when(records[0]),
+            finished_at=_when(records[-1]),
+        )
         target = Path(settings.KS_TRAINING_DIR) / str(run.pk)
         if target.exists():
             raise RunImportError(f"{target} already exists: move it away, then import again")

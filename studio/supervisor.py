@@ -25,7 +25,7 @@ class EssentialProcessDied(Exception):
 
 def restart_delay(early_deaths: int, first: float = FIRST_DELAY_S, cap: float = MAX_DELAY_S) -> float:
     """Seconds before a dead child starts again, after EARLY_DEATHS deaths in a row soon after starting."""
-    return min(cap, first * 2 ** early_deaths)
+    return min(cap, first * 2**early_deaths)
 
 
 def describe_exit(code: int) -> str:
@@ -51,8 +51,18 @@ class Supervisor:
     """supervisor.run() keeps COMMANDS (name -> argv) running until stop() (from a signal handler) or until a
     process of ESSENTIAL (name -> Popen, started elsewhere) dies."""
 
-    def __init__(self, commands: dict[str, list[str]], *, cwd=None, env=None, essential=None,
-                 steady_s=STEADY_S, first_delay_s=FIRST_DELAY_S, max_delay_s=MAX_DELAY_S, poll_s=0.5):
+    def __init__(
+        self,
+        commands: dict[str, list[str]],
+        *,
+        cwd=None,
+        env=None,
+        essential=None,
+        steady_s=STEADY_S,
+        first_delay_s=FIRST_DELAY_S,
+        max_delay_s=MAX_DELAY_S,
+        poll_s=0.5,
+    ):
         self.children = {name: Child(name, list(command)) for name, command in commands.items()}
         self.essential = dict(essential or {})
         self.cwd, self.env = cwd, env
@@ -106,22 +116,39 @@ class Supervisor:
             delay = restart_delay(child.early_deaths, self.first_delay_s, self.max_delay_s)
             child.restart_at = now + delay
             if child.early_deaths >= REPORT_AFTER:
-                log.error("%s keeps dying within %.0f s of starting (%d times in a row, last with %s); next try "
-                          "in %.0f s: see its output above", child.name, self.steady_s, child.early_deaths,
-                          describe_exit(code), delay)
+                log.error(
+                    "%s keeps dying within %.0f s of starting (%d times in a row, last with %s); next try "
+                    "in %.0f s: see its output above",
+                    child.name,
+                    self.steady_s,
+                    child.early_deaths,
+                    describe_exit(code),
+                    delay,
+                )
             else:
-                log.warning("%s (pid %d) stopped with %s after %.0f s; starting it again in %.0f s; the others "
-                            "keep running", child.name, child.process.pid, describe_exit(code), lived, delay)
+                log.warning(
+                    "%s (pid %d) stopped with %s after %.0f s; starting it again in %.0f s; the others keep running",
+                    child.name,
+                    child.process.pid,
+                    describe_exit(code),
+                    lived,
+                    delay,
+                )
 
     def _check_essential(self) -> None:
         for name, process in self.essential.items():
             code = process.poll()
             if code is not None:
-                log.error("%s stopped with %s: the studio cannot run without it; stopping everything", name,
-                          describe_exit(code))
+                log.error(
+                    "%s stopped with %s: the studio cannot run without it; stopping everything",
+                    name,
+                    describe_exit(code),
+                )
                 self._forward(signal.SIGTERM)
-                raise EssentialProcessDied(f"{name} stopped with {describe_exit(code)}; start runstudio again "
-                                           "(its data is kept), and see its log if it stops again")
+                raise EssentialProcessDied(
+                    f"{name} stopped with {describe_exit(code)}; start runstudio again "
+                    "(its data is kept), and see its log if it stops again"
+                )
 
     def _forward(self, signum: int) -> None:
         self._forwarded = True

@@ -1,5 +1,6 @@
 """A real studio in a subprocess (runstudio: daphne, RQ workers, reconciler) on a throwaway database, and Debian's
 Chromium under Playwright: what the browser tests and the studio benchmarks drive."""
+
 import os
 import shutil
 import signal
@@ -20,8 +21,15 @@ from studio.lib.db import maintenance_connection
 
 CHROMIUM = os.environ.get("KS_CHROMIUM", "/usr/bin/chromium")
 # What works on these machines (no network but loopback, root, no GPU): see PITFALLS.md.
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port():
@@ -47,6 +55,7 @@ def drop_database(name):
 def kill_family(pid):
     """SIGKILL process PID and everything it started (an RQ worker's work horse, the sandbox's processes)."""
     import psutil
+
     try:
         parent = psutil.Process(pid)
         family = parent.children(recursive=True) + [parent]
@@ -79,7 +88,8 @@ def chromium_missing():
 def launch_chromium(playwright, user_data_dir, **options):
     """A persistent Chromium context on a fresh profile folder, with the flags that work here."""
     return playwright.chromium.launch_persistent_context(
-        str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, **options)
+        str(user_data_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, **options
+    )
 
 
 def log_in(page, studio):
@@ -120,13 +130,24 @@ class LiveStudio:
 
     def __enter__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="ks-live-"))
-        env = {**os.environ, "DATABASE_URL": self.database_url, "KS_PORT": str(self.port),
-               "KS_CACHE_DIR": str(self.folder / "cache"), "KS_PACKAGES_DIR": str(self.folder / "packages"),
-               "KS_LOG_LEVEL": "WARNING", **self.env}
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "KS_PORT": str(self.port),
+            "KS_CACHE_DIR": str(self.folder / "cache"),
+            "KS_PACKAGES_DIR": str(self.folder / "packages"),
+            "KS_LOG_LEVEL": "WARNING",
+            **self.env,
+        }
         self.log = self.folder / "runstudio.log"
         with open(self.log, "wb") as out:
-            self.process = subprocess.Popen([sys.executable, "manage.py", "runstudio"], cwd=settings.BASE_DIR, env=env,
-                                            stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "runstudio"],
+                cwd=settings.BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + self.timeout
         while http_status(f"{self.url}/healthz") != 200:
             if self.process.poll() is not None or time.monotonic() > deadline:

@@ -1,5 +1,6 @@
 """Staff pages of RL training runs: launch from a config, stop, resume, the live run page (a chart per logged
 metric, the stage, the log's tail, checkpoints, plots, recent trajectories) and "serve this checkpoint"."""
+
 import json
 from pathlib import Path
 
@@ -25,8 +26,9 @@ NEWEST_FOLDERS = 3  # of each stage's step folders, the newest only are searched
 
 def _enqueue(run, user):
     """Queue RUN's job (on `train`, or `staff-cpu` when its episodes run on the CPU); the job id saved after."""
-    run.job_id = queues.enqueue("training", run.device, jobs.run_training, run.pk, owner_id=user.pk,
-                                timeout=settings.KS_TRAINING_TIMEOUT)
+    run.job_id = queues.enqueue(
+        "training", run.device, jobs.run_training, run.pk, owner_id=user.pk, timeout=settings.KS_TRAINING_TIMEOUT
+    )
     run.save(update_fields=["job_id"])
 
 
@@ -36,22 +38,43 @@ def training_list(request):
     form = TrainingRunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        run = TrainingRun.objects.create(created_by=request.user, name=data["name"], config=data["config"],
-                                         overrides=data["overrides"], stage=data["stage"], device=data["device"])
+        run = TrainingRun.objects.create(
+            created_by=request.user,
+            name=data["name"],
+            config=data["config"],
+            overrides=data["overrides"],
+            stage=data["stage"],
+            device=data["device"],
+        )
         _enqueue(run, request.user)
         return redirect("training_run", run.pk)
-    return render(request, "studio/staff/training_runs.html",
-                  {"form": form, "runs": TrainingRun.objects.select_related("created_by")[:100]},
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "studio/staff/training_runs.html",
+        {"form": form, "runs": TrainingRun.objects.select_related("created_by")[:100]},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 # The panels a training run's page leads with: (panel, [(chart, [metric, ...])]); each chart shares one y axis, its
 # series are the metrics (per stage where several stages log one). Every metric still has its own chart below.
 PANELS = [
-    ("Reward and correct rate", [("reward", ["reward_mean", "reward_p50", "kept_reward_mean"]),
-                                 ("rates", ["correct_rate", "kept_fraction", "tool_call_rate"])]),
-    ("PPO stability", [("importance ratio", ["ratio_min", "ratio_mean", "ratio_max"]),
-                       ("clip fraction", ["clip_frac"]), ("KL", ["approx_kl", "kl_ref"]), ("entropy", ["entropy"])]),
+    (
+        "Reward and correct rate",
+        [
+            ("reward", ["reward_mean", "reward_p50", "kept_reward_mean"]),
+            ("rates", ["correct_rate", "kept_fraction", "tool_call_rate"]),
+        ],
+    ),
+    (
+        "PPO stability",
+        [
+            ("importance ratio", ["ratio_min", "ratio_mean", "ratio_max"]),
+            ("clip fraction", ["clip_frac"]),
+            ("KL", ["approx_kl", "kl_ref"]),
+            ("entropy", ["entropy"]),
+        ],
+    ),
     ("Value", [("loss", ["value_loss", "train_loss"]), ("explained variance", ["explained_variance"])]),
     ("Throughput", [("tokens per second", ["tokens_per_s"]), ("seconds per step", ["rollout_s", "update_s"])]),
 ]
@@ -64,13 +87,18 @@ def metric_panels(records):
         for key, value in record.items():
             if key not in NOT_CHARTED:
                 by_metric.setdefault(key, {}).setdefault(record.get("stage", "?"), []).append(
-                    (record.get("step", 0), value))
+                    (record.get("step", 0), value)
+                )
     panels = []
     for panel, chart_specs in PANELS:
         drawn = []
         for title, metrics in chart_specs:
-            series = [(metric if len(by_metric[metric]) == 1 else f"{stage}: {metric}", points)
-                      for metric in metrics if metric in by_metric for stage, points in by_metric[metric].items()]
+            series = [
+                (metric if len(by_metric[metric]) == 1 else f"{stage}: {metric}", points)
+                for metric in metrics
+                if metric in by_metric
+                for stage, points in by_metric[metric].items()
+            ]
             if chart := charts.multi_line_chart(title, series):
                 drawn.append(chart)
         if drawn:
@@ -86,8 +114,10 @@ def metric_charts(records):
         for key, value in record.items():
             if key not in NOT_CHARTED and isinstance(value, (int, float)) and not isinstance(value, bool):
                 series.setdefault(stage, {}).setdefault(key, []).append((record.get("step", 0), value))
-    return [(stage, [chart for key, points in keys.items() if (chart := charts.line_chart(key, points))])
-            for stage, keys in series.items()]
+    return [
+        (stage, [chart for key, points in keys.items() if (chart := charts.line_chart(key, points))])
+        for stage, keys in series.items()
+    ]
 
 
 def _tail(path, lines=LOG_LINES):
@@ -125,23 +155,39 @@ def recent_episodes(run, limit=RECENT_EPISODES):
         except (OSError, ValueError):
             verdict = {}
         relative = path.relative_to(root)
-        rows.append({"path": relative.as_posix(), "stage": relative.parts[0], "step": relative.parts[1],
-                     "task": path.parent.name, "status": verdict.get("status", "?"), "reward": verdict.get("reward"),
-                     "correct": verdict.get("correct")})
+        rows.append(
+            {
+                "path": relative.as_posix(),
+                "stage": relative.parts[0],
+                "step": relative.parts[1],
+                "task": path.parent.name,
+                "status": verdict.get("status", "?"),
+                "reward": verdict.get("reward"),
+                "correct": verdict.get("correct"),
+            }
+        )
     return rows
 
 
 def page_state(run):
     """What the run page shows, read from the run folder (the job writes it; the page only reads)."""
     from training.rl import checkpoints
+
     if not run.folder:
         return {"panels": [], "charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
     records = read_jsonl(Path(run.folder) / "metrics.jsonl", skip_bad=True)
     served = {(c.stage, c.step): c for c in run.served.all()}
     listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
-    return {"panels": metric_panels(records), "charts": metric_charts(records), "log": _tail(Path(run.folder) / "train.log"), "checkpoints": listing,
-            "plots": _plots(run), "records": len(records), "episodes": recent_episodes(run),
-            "stage": records[-1].get("stage") if records else run.current_stage}
+    return {
+        "panels": metric_panels(records),
+        "charts": metric_charts(records),
+        "log": _tail(Path(run.folder) / "train.log"),
+        "checkpoints": listing,
+        "plots": _plots(run),
+        "records": len(records),
+        "episodes": recent_episodes(run),
+        "stage": records[-1].get("stage") if records else run.current_stage,
+    }
 
 
 @staff_only
@@ -167,8 +213,9 @@ def training_resume(request, pk):
     run = get_object_or_404(TrainingRun, pk=pk)
     if run.status in (TrainingRun.Status.STOPPED, TrainingRun.Status.FAILED):
         # The job id is cleared first: the reconciler never judges a queued run by its previous, stopped job.
-        TrainingRun.objects.filter(pk=pk).update(status=TrainingRun.Status.QUEUED, job_id="", error="",
-                                                 finished_at=None)
+        TrainingRun.objects.filter(pk=pk).update(
+            status=TrainingRun.Status.QUEUED, job_id="", error="", finished_at=None
+        )
         run.refresh_from_db()
         _enqueue(run, request.user)
     return redirect("training_run", pk)
@@ -203,6 +250,7 @@ def training_plot(request, pk, name):
 def training_episode(request, pk):
     """One rollout episode of the run, read-only from its trajectory.json under the run folder's episodes/."""
     from agent.trajectory import Trajectory
+
     run = get_object_or_404(TrainingRun, pk=pk)
     relative = request.GET.get("path", "")
     root = (Path(run.folder) / "episodes").resolve() if run.folder else None
@@ -213,8 +261,18 @@ def training_episode(request, pk):
         trajectory = Trajectory.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError, KeyError) as exc:
         raise Http404(f"the trajectory {relative} could not be read: {exc}") from None
-    return render(request, "studio/staff/episode.html", {
-        "title": f"{path.parent.name} · Training run {run.pk}", "heading": path.parent.name,
-        "where": relative.rsplit("/", 2)[0], "back_url": reverse("training_run", args=[run.pk]),
-        "back_label": f"Training run #{run.pk}: {run.name}", "turns": [jobs.compact_turn(t) for t in trajectory.turns],
-        "turn_count": len(trajectory.turns), "stop_reason": trajectory.stop_reason, "verdict": trajectory.verdict})
+    return render(
+        request,
+        "studio/staff/episode.html",
+        {
+            "title": f"{path.parent.name} · Training run {run.pk}",
+            "heading": path.parent.name,
+            "where": relative.rsplit("/", 2)[0],
+            "back_url": reverse("training_run", args=[run.pk]),
+            "back_label": f"Training run #{run.pk}: {run.name}",
+            "turns": [jobs.compact_turn(t) for t in trajectory.turns],
+            "turn_count": len(trajectory.turns),
+            "stop_reason": trajectory.stop_reason,
+            "verdict": trajectory.verdict,
+        },
+    )

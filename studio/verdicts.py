@@ -1,12 +1,17 @@
 """What a page shows of a sandbox verdict, answer first: correct or not, speedups with their spread against both
 baselines at PyTorch's default and at matched precision, the reward and what it means, and the CUDA profile."""
+
 from dataclasses import asdict, dataclass, field
 
 from sandbox.reward import meaning, schedule_of
 
 FAILURES = {
-    "compile_error": "did not compile", "load_error": "did not load", "runtime_error": "crashed while running",
-    "incorrect": "gave wrong outputs", "timeout": "ran out of time", "crashed": "crashed the sandbox's process",
+    "compile_error": "did not compile",
+    "load_error": "did not load",
+    "runtime_error": "crashed while running",
+    "incorrect": "gave wrong outputs",
+    "timeout": "ran out of time",
+    "crashed": "crashed the sandbox's process",
     "violation": "broke the sandbox's rules",
 }
 
@@ -14,6 +19,7 @@ FAILURES = {
 @dataclass
 class Speedup:
     """One bar: the candidate against one baseline measured one way."""
+
     baseline: str  # "eager" or "torch.compile"
     precision: str  # "default" (PyTorch's defaults, the reward's basis) or "tf32" (precision-matched)
     baseline_ms: float
@@ -102,13 +108,27 @@ def kernel_rows(profile):
     """The candidate's heaviest kernels (torch.profiler), with Nsight Compute's achieved DRAM and SM throughput as a
     share of the GPU's peak where ncu measured them."""
     ncu = {row.get("name"): row for row in profile.get("ncu_candidate") or []}
-    rows = [KernelRow(r.get("name", "?"), _number(r.get("share_pct")), _number(r.get("mean_us")),
-                      _number((ncu.get(r.get("name")) or {}).get("dram_pct")),
-                      _number((ncu.get(r.get("name")) or {}).get("sm_pct")))
-            for r in (profile.get("candidate") or [])[:8]]
+    rows = [
+        KernelRow(
+            r.get("name", "?"),
+            _number(r.get("share_pct")),
+            _number(r.get("mean_us")),
+            _number((ncu.get(r.get("name")) or {}).get("dram_pct")),
+            _number((ncu.get(r.get("name")) or {}).get("sm_pct")),
+        )
+        for r in (profile.get("candidate") or [])[:8]
+    ]
     if not rows:
-        rows = [KernelRow(r.get("name", "?"), None, _number(r.get("duration_us")), _number(r.get("dram_pct")),
-                          _number(r.get("sm_pct"))) for r in (profile.get("ncu_candidate") or [])[:8]]
+        rows = [
+            KernelRow(
+                r.get("name", "?"),
+                None,
+                _number(r.get("duration_us")),
+                _number(r.get("dram_pct")),
+                _number(r.get("sm_pct")),
+            )
+            for r in (profile.get("ncu_candidate") or [])[:8]
+        ]
     return rows
 
 
@@ -116,8 +136,10 @@ def headline(status, correct, speedups):
     if not correct:
         return f"Not correct: the kernel {FAILURES.get(status, status)}."
     default = {s.baseline: s.speedup for s in speedups if s.precision == "default"}
-    parts = [f"{ratio:.2f}x faster than {name}" if ratio >= 1 else f"{1 / ratio:.2f}x slower than {name}"
-             for name, ratio in default.items()]
+    parts = [
+        f"{ratio:.2f}x faster than {name}" if ratio >= 1 else f"{1 / ratio:.2f}x slower than {name}"
+        for name, ratio in default.items()
+    ]
     return "Correct" + (": " + ", ".join(parts) if parts else "") + "."
 
 
@@ -129,27 +151,43 @@ def view(verdict):
     runtime = _number(verdict.get("runtime_ms"))
     runtime_spread = _spread(timing, "candidate")
     correct = bool(verdict.get("correct", verdict.get("status") == "ok"))
-    bars = [speedup(name, precision, _number(verdict.get(key)), runtime, _spread(timing, spread_key), runtime_spread)
+    bars = (
+        [
+            speedup(name, precision, _number(verdict.get(key)), runtime, _spread(timing, spread_key), runtime_spread)
             for name, precision, key, spread_key in (
-                ("eager", "default", "eager_ms", "eager"), ("torch.compile", "default", "compiled_ms", "compiled"),
+                ("eager", "default", "eager_ms", "eager"),
+                ("torch.compile", "default", "compiled_ms", "compiled"),
                 ("eager", "tf32", "eager_tf32_ms", "eager_tf32"),
-                ("torch.compile", "tf32", "compiled_tf32_ms", "compiled_tf32"))] if correct else []
+                ("torch.compile", "tf32", "compiled_tf32_ms", "compiled_tf32"),
+            )
+        ]
+        if correct
+        else []
+    )
     bars = [b for b in bars if b is not None]
     trials = verdict.get("trials") or []
     schedule = schedule_of(verdict)
     reward = verdict.get("reward")
     profile = verdict.get("profile") or {}
     return VerdictView(
-        status=verdict.get("status", "?"), correct=correct, headline=headline(verdict.get("status"), correct, bars),
-        reward=reward, reward_schedule=schedule, reward_meaning=meaning(schedule, reward),
-        runtime_ms=runtime, runtime_spread_pct=runtime_spread,
-        trials_passed=sum(1 for t in trials if t.get("ok")), trials_total=len(trials),
+        status=verdict.get("status", "?"),
+        correct=correct,
+        headline=headline(verdict.get("status"), correct, bars),
+        reward=reward,
+        reward_schedule=schedule,
+        reward_meaning=meaning(schedule, reward),
+        runtime_ms=runtime,
+        runtime_spread_pct=runtime_spread,
+        trials_passed=sum(1 for t in trials if t.get("ok")),
+        trials_total=len(trials),
         max_abs_error=_number(verdict.get("max_abs_error")),
         max_abs_error_fp64=_number(verdict.get("max_abs_error_fp64")),
         reference_abs_error_fp64=_number(verdict.get("reference_abs_error_fp64")),
-        speedups=bars, kernels=kernel_rows(profile),
+        speedups=bars,
+        kernels=kernel_rows(profile),
         profile_note=profile.get("ncu_note", "") or profile.get("ncu_candidate_error", ""),
-        violations=list(verdict.get("violations") or []))
+        violations=list(verdict.get("violations") or []),
+    )
 
 
 def best_speedup(verdict):

@@ -34,10 +34,19 @@ def problem_new(request):
     form = ProblemUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        job_id = queues.enqueue("validation", data["device"], jobs.validate_problem, request.user.pk,
-                                data["name"], data["source"], data["device"], owner_id=request.user.pk)
-        return render(request, "studio/_validation.html",
-                      {"job_id": job_id, "state": "queued", "waiting": queues.waiting(job_id)})
+        job_id = queues.enqueue(
+            "validation",
+            data["device"],
+            jobs.validate_problem,
+            request.user.pk,
+            data["name"],
+            data["source"],
+            data["device"],
+            owner_id=request.user.pk,
+        )
+        return render(
+            request, "studio/_validation.html", {"job_id": job_id, "state": "queued", "waiting": queues.waiting(job_id)}
+        )
     template = "studio/_upload_form.html" if request.htmx else "studio/problem_new.html"
     return render(request, template, {"form": form}, status=400 if request.method == "POST" else 200)
 
@@ -76,30 +85,43 @@ def run_new(request, pk):
     problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
     form = RunForm(request.POST)
     if not form.is_valid():
-        return render(request, "studio/problem_detail.html",
-                      {"problem": problem, "form": form, "runs": visible(problem.runs.all(), request.user)},
-                      status=400)
+        return render(
+            request,
+            "studio/problem_detail.html",
+            {"problem": problem, "form": form, "runs": visible(problem.runs.all(), request.user)},
+            status=400,
+        )
     return redirect("run", start_run(request.user, problem, **form.cleaned_data).pk)
 
 
 def start_run(owner, problem, **fields):
     """Store a run of PROBLEM and queue its episode on the device's users' queue; the Run."""
     run = Run.objects.create(owner=owner, problem=problem, **fields)
-    run.job_id = queues.enqueue("run", run.device, jobs.run_episode, run.pk, owner_id=owner.pk,
-                                timeout=settings.KS_RUN_TIMEOUT)
+    run.job_id = queues.enqueue(
+        "run", run.device, jobs.run_episode, run.pk, owner_id=owner.pk, timeout=settings.KS_RUN_TIMEOUT
+    )
     run.save(update_fields=["job_id"])
     return run
 
 
 @login_required
 def run_detail(request, pk):
-    run = get_object_or_404(visible(Run.objects.select_related("problem", "best_version", "start_version"),
-                                    request.user), pk=pk)
+    run = get_object_or_404(
+        visible(Run.objects.select_related("problem", "best_version", "start_version"), request.user), pk=pk
+    )
     events = list(run.events.order_by("seq"))
     waiting = queues.waiting(run.job_id) if run.status == Run.Status.QUEUED else None
-    return render(request, "studio/run_detail.html", {"run": run, "events": [e.to_message() for e in events],
-                                                      "last_seq": events[-1].seq if events else 0,
-                                                      "waiting": waiting, "finished": Run.FINISHED})
+    return render(
+        request,
+        "studio/run_detail.html",
+        {
+            "run": run,
+            "events": [e.to_message() for e in events],
+            "last_seq": events[-1].seq if events else 0,
+            "waiting": waiting,
+            "finished": Run.FINISHED,
+        },
+    )
 
 
 @login_required
@@ -121,10 +143,20 @@ def run_waiting(request, pk):
 def run_versions(request, pk):
     """The run's verified versions, oldest first, with their files: the kernel viewer and chart read this."""
     run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
-    versions = [{"id": v.pk, "reward": v.reward, "runtime_ms": v.runtime_ms, "files": v.files, "author": v.author,
-                 "status": (v.verdict or {}).get("status"),
-                 "eager_ms": (v.verdict or {}).get("eager_ms"), "compiled_ms": (v.verdict or {}).get("compiled_ms"),
-                 "best": v.pk == run.best_version_id} for v in run.versions.order_by("created_at")]
+    versions = [
+        {
+            "id": v.pk,
+            "reward": v.reward,
+            "runtime_ms": v.runtime_ms,
+            "files": v.files,
+            "author": v.author,
+            "status": (v.verdict or {}).get("status"),
+            "eager_ms": (v.verdict or {}).get("eager_ms"),
+            "compiled_ms": (v.verdict or {}).get("compiled_ms"),
+            "best": v.pk == run.best_version_id,
+        }
+        for v in run.versions.order_by("created_at")
+    ]
     return JsonResponse({"versions": versions})
 
 
@@ -179,10 +211,16 @@ def version_package(request, pk):
     """POST: build the version's package on a worker. GET: where the build stands (polled by htmx)."""
     version = _version(request, pk)
     if request.method == "POST" and not version.package:
-        device = (version.run.device if version.run else version.problem.device)
+        device = version.run.device if version.run else version.problem.device
         queues.enqueue("package", device, jobs.package_version, version.pk, owner_id=request.user.pk, timeout=1800)
-    return render(request, "studio/_package.html", {"version": version, "building": request.method == "POST"
-                                                    or (not version.package and not version.package_error)})
+    return render(
+        request,
+        "studio/_package.html",
+        {
+            "version": version,
+            "building": request.method == "POST" or (not version.package and not version.package_error),
+        },
+    )
 
 
 @login_required
@@ -191,5 +229,6 @@ def version_package_file(request, pk, filename):
     package = version.package or {}
     if filename not in (package.get("sdist"), package.get("wheel")):
         raise Http404("no such file in this version's package")
-    return FileResponse(open(settings.KS_PACKAGES_DIR / str(version.pk) / filename, "rb"), as_attachment=True,
-                        filename=filename)
+    return FileResponse(
+        open(settings.KS_PACKAGES_DIR / str(version.pk) / filename, "rb"), as_attachment=True, filename=filename
+    )

@@ -1,5 +1,6 @@
 """The studio's RQ worker: whatever a job started ends with the job, and its scratch folder goes, however the job ends
 (done, failed, timed out, or stopped from the studio, which SIGKILLs the work horse's process group)."""
+
 import hashlib
 import logging
 import os

@@ -1,4 +1,5 @@
 """`python -m training`: see training.cli."""
+
 import sys
 
 from training.cli import main

@@ -3,6 +3,7 @@
 A command module exposes `add_arguments(parser)` and `run(args) -> int`; it is imported only when its
 command is used, so a command whose optional dependencies are missing does not break the others.
 """
+
 import argparse
 import importlib
 import sys
@@ -18,8 +19,9 @@ COMMANDS = {
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m training", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     command = next((a for a in argv if not a.startswith("-")), None)
     modules = {}
@@ -29,8 +31,10 @@ def main(argv=None):
             try:
                 modules[name] = importlib.import_module(module_name)
             except ImportError as exc:
-                parser.exit(2, f"python -m training {name}: unavailable ({exc}); "
-                               f"install the project's extras with `make setup`\n")
+                parser.exit(
+                    2,
+                    f"python -m training {name}: unavailable ({exc}); install the project's extras with `make setup`\n",
+                )
             modules[name].add_arguments(sub_parser)
     args = parser.parse_args(argv)
     return modules[args.command].run(args)

@@ -5,6 +5,7 @@ mean no memory is spent on KernelBench's large inputs. The JSON is printed on on
 one observation; a whole network's graph does not, so it is always written to analysis.json too, cut into
 lines of CHUNK characters that the policy reads back a few lines per read_file call.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -17,12 +18,46 @@ from agent.heuristic.capture import capture
 from sandbox.problem import import_file
 
 # Module attributes worth knowing for code generation (missing ones are skipped).
-MODULE_ATTRS = ("in_features", "out_features", "negative_slope", "dim", "eps", "normalized_shape", "min_val",
-                "max_val", "alpha", "beta", "threshold", "approximate", "p", "inplace", "lambd", "upper", "lower",
-                "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
-                "output_padding", "padding_mode", "transposed", "num_groups", "num_channels", "num_features",
-                "affine", "track_running_stats", "momentum", "ceil_mode", "return_indices", "count_include_pad",
-                "divisor_override", "value")
+MODULE_ATTRS = (
+    "in_features",
+    "out_features",
+    "negative_slope",
+    "dim",
+    "eps",
+    "normalized_shape",
+    "min_val",
+    "max_val",
+    "alpha",
+    "beta",
+    "threshold",
+    "approximate",
+    "p",
+    "inplace",
+    "lambd",
+    "upper",
+    "lower",
+    "in_channels",
+    "out_channels",
+    "kernel_size",
+    "stride",
+    "padding",
+    "dilation",
+    "groups",
+    "output_padding",
+    "padding_mode",
+    "transposed",
+    "num_groups",
+    "num_channels",
+    "num_features",
+    "affine",
+    "track_running_stats",
+    "momentum",
+    "ceil_mode",
+    "return_indices",
+    "count_include_pad",
+    "divisor_override",
+    "value",
+)
 
 
 def _arg(value):
@@ -64,6 +99,7 @@ def analyze(path):
     def build_fake(mode):
         with mode:
             return module.Model(*module.get_init_inputs()), module.get_inputs()
+
     aten = capture(model, inputs, build_fake)
     try:
         result = _fx_analysis(model, inputs)
@@ -83,8 +119,14 @@ def _fx_analysis(model, inputs):
     nodes = []
     for node in graph_module.graph.nodes:
         shape, dtype = _meta(node)
-        entry = {"name": node.name, "op": node.op, "args": _arg(node.args), "kwargs": _arg(dict(node.kwargs)),
-                 "shape": shape, "dtype": dtype}
+        entry = {
+            "name": node.name,
+            "op": node.op,
+            "args": _arg(node.args),
+            "kwargs": _arg(dict(node.kwargs)),
+            "shape": shape,
+            "dtype": dtype,
+        }
         if node.op in ("call_function", "call_method"):
             target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
             entry["target"] = target
@@ -100,16 +142,28 @@ def _fx_analysis(model, inputs):
             for part in node.target.split("."):
                 value = getattr(value, part, None)
             # A tensor constant made in forward (torch.tensor(0.5)): its value, when it is one number.
-            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter) \
-                    and value.numel() == 1 and not value.is_meta and node.target not in dict(model.named_buffers()):
+            if (
+                isinstance(value, torch.Tensor)
+                and not isinstance(value, torch.nn.Parameter)
+                and value.numel() == 1
+                and not value.is_meta
+                and node.target not in dict(model.named_buffers())
+            ):
                 entry["value"] = float(value.item())
         nodes.append(entry)
     params = {name: list(p.shape) for name, p in model.named_parameters()}
     params.update({name: list(b.shape) for name, b in model.named_buffers()})
-    return {"ok": True, "nodes": nodes, "params": params,
-            "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")} if isinstance(x, torch.Tensor)
-                       else {"value": x} for x in inputs],
-            }
+    return {
+        "ok": True,
+        "nodes": nodes,
+        "params": params,
+        "inputs": [
+            {"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+            if isinstance(x, torch.Tensor)
+            else {"value": x}
+            for x in inputs
+        ],
+    }
 
 
 CHUNK = 4000  # characters per line of the file: two lines fit one read_file observation
@@ -120,7 +174,7 @@ def write(analysis, out="analysis.json"):
     """ANALYSIS's JSON written to OUT in lines of CHUNK characters (joined without separators, it is the JSON);
     the lines to print: where it is and, when short enough, the JSON itself."""
     text = json.dumps(analysis)
-    lines = [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)]
+    lines = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
     Path(out).write_text("".join(line + "\n" for line in lines))
     printed = [f"ANALYSIS-FILE {out} {len(lines)} lines of {CHUNK} characters, {len(text)} in all"]
     if len(text) <= INLINE:
@@ -130,6 +184,7 @@ def write(analysis, out="analysis.json"):
 
 def main(argv=None):
     import argparse
+
     parser = argparse.ArgumentParser(prog="python -m agent.heuristic.analyze", description=__doc__.split("\n\n")[0])
     parser.add_argument("problem", help="a KernelBench problem file (Model, get_inputs, get_init_inputs)")
     args = parser.parse_args(argv)

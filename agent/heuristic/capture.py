@@ -4,6 +4,7 @@ The graph is decomposed to core ATen plus the decompositions of the norms and so
 reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family.
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
+
 import torch
 
 from agent.heuristic.errors import Unsupported
@@ -13,30 +14,86 @@ aten = torch.ops.aten
 # Whole ops the planner has a family for: never decomposed.
 KEPT = (aten.scaled_dot_product_attention.default,)
 # Decomposed further than core ATen: the planner fuses their reductions and elementwise parts itself.
-EXTRA = (aten._softmax.default, aten._log_softmax.default, aten.native_layer_norm.default,
-         aten.native_group_norm.default, aten._native_batch_norm_legit_functional.default,
-         aten._native_batch_norm_legit_no_training.default, aten._native_batch_norm_legit.default,
-         aten._native_batch_norm_legit.no_stats,
-         aten.native_batch_norm.default, aten.logsumexp.default,
-         aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec, aten.hardswish.default,
-         aten.hardsigmoid.default, aten.gelu.default, aten.mish.default, aten.silu.default,
-         aten.softplus.default, aten.elu.default, aten.leaky_relu.default, aten.hardtanh.default,
-         aten.frobenius_norm.dim, aten.addcmul.default, aten.addcdiv.default,
-         aten.lerp.Scalar, aten.lerp.Tensor, aten.norm.ScalarOpt_dim,
-         aten.huber_loss.default, aten.smooth_l1_loss.default, aten.mse_loss.default, aten.l1_loss.default,
-         aten.binary_cross_entropy.default, aten.nll_loss_forward.default, aten.soft_margin_loss.default,
-         aten.hinge_embedding_loss.default, aten.margin_ranking_loss.default, aten.cosine_similarity.default,
-         aten.kl_div.default, aten.triplet_margin_loss.default, aten.cosine_embedding_loss.default,
-         aten.pairwise_distance.default, aten.glu.default, aten.narrow.default, aten.unbind.int,
-         aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.tensor_split.sections,
-         aten.diag_embed.default, aten.log_sigmoid_forward.default, aten.threshold.default,
-         aten.rrelu_with_noise.default, aten.celu.default, aten.selu.default, aten.prelu.default,
-         aten.native_dropout.default, aten.masked_fill.Scalar, aten.masked_fill.Tensor,
-         aten.roll.default, aten.tril.default, aten.triu.default, aten.repeat.default,
-         aten.unsqueeze_copy.default, aten.expand_copy.default, aten.view_copy.default,
-         aten.permute_copy.default, aten.t_copy.default, aten.transpose_copy.int, aten.im2col.default,
-         aten.embedding_bag.padding_idx, aten._embedding_bag.default, aten.baddbmm.default, aten.addbmm.default,
-         aten.addmv.default, aten.mv.default, aten.dot.default, aten.outer.default, aten.einsum.default)
+EXTRA = (
+    aten._softmax.default,
+    aten._log_softmax.default,
+    aten.native_layer_norm.default,
+    aten.native_group_norm.default,
+    aten._native_batch_norm_legit_functional.default,
+    aten._native_batch_norm_legit_no_training.default,
+    aten._native_batch_norm_legit.default,
+    aten._native_batch_norm_legit.no_stats,
+    aten.native_batch_norm.default,
+    aten.logsumexp.default,
+    aten.upsample_nearest2d.vec,
+    aten.upsample_bilinear2d.vec,
+    aten.hardswish.default,
+    aten.hardsigmoid.default,
+    aten.gelu.default,
+    aten.mish.default,
+    aten.silu.default,
+    aten.softplus.default,
+    aten.elu.default,
+    aten.leaky_relu.default,
+    aten.hardtanh.default,
+    aten.frobenius_norm.dim,
+    aten.addcmul.default,
+    aten.addcdiv.default,
+    aten.lerp.Scalar,
+    aten.lerp.Tensor,
+    aten.norm.ScalarOpt_dim,
+    aten.huber_loss.default,
+    aten.smooth_l1_loss.default,
+    aten.mse_loss.default,
+    aten.l1_loss.default,
+    aten.binary_cross_entropy.default,
+    aten.nll_loss_forward.default,
+    aten.soft_margin_loss.default,
+    aten.hinge_embedding_loss.default,
+    aten.margin_ranking_loss.default,
+    aten.cosine_similarity.default,
+    aten.kl_div.default,
+    aten.triplet_margin_loss.default,
+    aten.cosine_embedding_loss.default,
+    aten.pairwise_distance.default,
+    aten.glu.default,
+    aten.narrow.default,
+    aten.unbind.int,
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.chunk.default,
+    aten.tensor_split.sections,
+    aten.diag_embed.default,
+    aten.log_sigmoid_forward.default,
+    aten.threshold.default,
+    aten.rrelu_with_noise.default,
+    aten.celu.default,
+    aten.selu.default,
+    aten.prelu.default,
+    aten.native_dropout.default,
+    aten.masked_fill.Scalar,
+    aten.masked_fill.Tensor,
+    aten.roll.default,
+    aten.tril.default,
+    aten.triu.default,
+    aten.repeat.default,
+    aten.unsqueeze_copy.default,
+    aten.expand_copy.default,
+    aten.view_copy.default,
+    aten.permute_copy.default,
+    aten.t_copy.default,
+    aten.transpose_copy.int,
+    aten.im2col.default,
+    aten.embedding_bag.padding_idx,
+    aten._embedding_bag.default,
+    aten.baddbmm.default,
+    aten.addbmm.default,
+    aten.addmv.default,
+    aten.mv.default,
+    aten.dot.default,
+    aten.outer.default,
+    aten.einsum.default,
+)
 
 
 def _decompositions():
@@ -44,6 +101,7 @@ def _decompositions():
     for op in KEPT:
         table.pop(op, None)
     from torch._decomp import decomposition_table
+
     for op in EXTRA:
         if op in decomposition_table and op not in KEPT:
             table[op] = decomposition_table[op]
@@ -103,8 +161,11 @@ def _graph_json(program, inputs):
         value = node.meta.get("val")
         entry = {"name": node.name, "op": node.op, "args": _arg(node.args), "kwargs": _arg(dict(node.kwargs))}
         if node.op == "call_function":
-            entry["target"] = str(node.target) if isinstance(node.target, torch._ops.OpOverload) \
+            entry["target"] = (
+                str(node.target)
+                if isinstance(node.target, torch._ops.OpOverload)
                 else getattr(node.target, "__name__", str(node.target))
+            )
         if isinstance(value, torch.Tensor):
             entry["shape"], entry["dtype"] = _meta(value)
         elif isinstance(value, (list, tuple)):
@@ -127,14 +188,18 @@ def capture(model, inputs, build_fake=None):
         # export unrolls every step of every layer into the graph: minutes of tracing for a long sequence
         return {"ok": False, "reason": f"recurrent layer nn.{recurrent[0]}: the heuristic has no RNN family yet"}
     reasons = []
-    attempts = [("torch.export", False, "fake"), ("torch.export (meta)", False, "meta"),
-                ("torch.export (dynamo, strict)", True, "meta")]
+    attempts = [
+        ("torch.export", False, "fake"),
+        ("torch.export (meta)", False, "meta"),
+        ("torch.export (dynamo, strict)", True, "meta"),
+    ]
     for how, strict, where in attempts:
         try:
             if where == "fake":
                 if build_fake is None:
                     continue
                 from torch._subclasses.fake_tensor import FakeTensorMode
+
                 fake_model, fake_inputs = build_fake(FakeTensorMode(allow_non_fake_inputs=True))
                 program = torch.export.export(fake_model, tuple(fake_inputs), strict=strict)
             else:

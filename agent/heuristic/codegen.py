@@ -1,17 +1,27 @@
 """Plan -> native workspace files (binding.cpp with the stable ABI, kernels/, model_new.py) for CUDA or C++."""
+
 import math
 
 from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
-from agent.heuristic.emit import (CPP_PRELUDE, PARALLEL_ELEMENTS, model_new_source, offset, op_function, scalar_checks,
-                                  template)
+from agent.heuristic.emit import (
+    CPP_PRELUDE,
+    PARALLEL_ELEMENTS,
+    model_new_source,
+    offset,
+    op_function,
+    scalar_checks,
+    template,
+)
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS, cpp_gemm
 
 HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
 
 
 def _vectorizable(plan):
-    return all(list(o.shape) == list(plan.out_shape) or math.prod(o.shape) == 1 for o in plan.operands) \
+    return (
+        all(list(o.shape) == list(plan.out_shape) or math.prod(o.shape) == 1 for o in plan.operands)
         and math.prod(plan.out_shape) % 4 == 0
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -77,8 +87,9 @@ def cuda_elementwise(plan, block):
     names = [o.name for o in plan.operands]
     loads = ", ".join(f"{o.name}[{offset(o.shape, plan.out_shape)}]" for o in plan.operands)
     ptrs = "".join(f"const float* __restrict__ {n}, " for n in names)
-    src = CUDA_PRELUDE.format(block=block) + op_function("fused_op", [f"LOAD_{n}" for n in names], plan.body,
-                                                          qualifier="__device__ __forceinline__ ")
+    src = CUDA_PRELUDE.format(block=block) + op_function(
+        "fused_op", [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ "
+    )
     src += f"""
 __global__ void fused_kernel({ptrs}float* __restrict__ out, int64_t n) {{
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
@@ -86,33 +97,48 @@ __global__ void fused_kernel({ptrs}float* __restrict__ out, int64_t n) {{
 }}
 """
     if _vectorizable(plan):
-        vec_loads = "\n".join(f"        const float4 a_{o.name} = reinterpret_cast<const float4*>({o.name})[i];"
-                              if list(o.shape) == list(plan.out_shape) else f"        const float s_{o.name} = {o.name}[0];"
-                              for o in plan.operands)
+        vec_loads = "\n".join(
+            f"        const float4 a_{o.name} = reinterpret_cast<const float4*>({o.name})[i];"
+            if list(o.shape) == list(plan.out_shape)
+            else f"        const float s_{o.name} = {o.name}[0];"
+            for o in plan.operands
+        )
 
         def lane(c):
-            return ", ".join(f"a_{o.name}.{c}" if list(o.shape) == list(plan.out_shape) else f"s_{o.name}" for o in plan.operands)
+            return ", ".join(
+                f"a_{o.name}.{c}" if list(o.shape) == list(plan.out_shape) else f"s_{o.name}" for o in plan.operands
+            )
+
         src += f"""
 __global__ void fused_kernel_vec4({ptrs}float* __restrict__ out, int64_t n4) {{
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n4; i += (int64_t)gridDim.x * BLOCK) {{
 {vec_loads}
         float4 r;
-        r.x = fused_op({lane('x')}); r.y = fused_op({lane('y')}); r.z = fused_op({lane('z')}); r.w = fused_op({lane('w')});
+        r.x = fused_op({lane("x")}); r.y = fused_op({lane("y")}); r.z = fused_op({lane("z")}); r.w = fused_op({lane("w")});
         reinterpret_cast<float4*>(out)[i] = r;
     }}
 }}
 """
     args = "".join(f"{n}, " for n in names)
-    aligned = " && ".join([f"((uintptr_t){n} % 16 == 0)" for n in names
-                           if list(next(o for o in plan.operands if o.name == n).shape) == list(plan.out_shape)]
-                          + ["((uintptr_t)out % 16 == 0)"])
-    vec_call = (f"""    if ({aligned}) {{
+    aligned = " && ".join(
+        [
+            f"((uintptr_t){n} % 16 == 0)"
+            for n in names
+            if list(next(o for o in plan.operands if o.name == n).shape) == list(plan.out_shape)
+        ]
+        + ["((uintptr_t)out % 16 == 0)"]
+    )
+    vec_call = (
+        f"""    if ({aligned}) {{
         int64_t n4 = n / 4;
         int blocks = (int)((n4 + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
         fused_kernel_vec4<<<blocks, BLOCK, 0, stream>>>({args}out, n4);
         return;
     }}
-""" if _vectorizable(plan) else "")
+"""
+        if _vectorizable(plan)
+        else ""
+    )
     src += f"""
 void launch_fused({ptrs}float* out, int64_t n, cudaStream_t stream) {{
     if (n == 0) return;
@@ -147,15 +173,18 @@ def _batch_norm_parts(plan, row):
     running = [o.name for o in plan.running]
     ptrs = "".join(f", const float* __restrict__ {a}" for a in affine + running)
     n = plan.reduce
-    scale = (f"t = t * {affine[0]}[{row}]" + (f" + {affine[1]}[{row}]" if len(affine) > 1 else "") + ";") \
-        if affine else ""
+    scale = (
+        (f"t = t * {affine[0]}[{row}]" + (f" + {affine[1]}[{row}]" if len(affine) > 1 else "") + ";") if affine else ""
+    )
     if running:
         rm, rv = running
         # torch updates the running variance with the unbiased estimate; the stored buffers are the module's own.
-        update = (f"float* rm = const_cast<float*>({rm}); float* rv = const_cast<float*>({rv});\n"
-                  f"            rm[{row}] = {1 - plan.momentum!r}f * rm[{row}] + {plan.momentum!r}f * mean;\n"
-                  f"            rv[{row}] = {1 - plan.momentum!r}f * rv[{row}] + {plan.momentum!r}f * var * "
-                  f"({n}.0f / {max(n - 1, 1)}.0f);")
+        update = (
+            f"float* rm = const_cast<float*>({rm}); float* rv = const_cast<float*>({rv});\n"
+            f"            rm[{row}] = {1 - plan.momentum!r}f * rm[{row}] + {plan.momentum!r}f * mean;\n"
+            f"            rv[{row}] = {1 - plan.momentum!r}f * rv[{row}] + {plan.momentum!r}f * var * "
+            f"({n}.0f / {max(n - 1, 1)}.0f);"
+        )
         running_stats = f"mean = {rm}[{row}]; rstd = 1.0f / sqrtf({rv}[{row}] + {plan.eps!r}f);"
     else:
         update, running_stats = "", ""
@@ -181,7 +210,9 @@ def cpp_batch_norm(plan):
             rstd = 1.0f / std::sqrt(var + {plan.eps!r}f);
             if (training) {{ {update} }}"""
     choose = f"if (training) {{ {batch} }} else {{ {running_stats} }}" if plan.running else f"{{ {batch} }}"
-    return src + f"""
+    return (
+        src
+        + f"""
 void run_fused(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, int64_t channels, bool training) {{
     // One channel at a time: its statistics over the batch and the spatial dims, then its elements normalized.
     #pragma omp parallel for schedule(static) if(channels * {n}LL >= {PARALLEL_ELEMENTS})
@@ -196,6 +227,7 @@ void run_fused(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, int
     }}
 }}
 """
+    )
 
 
 def cuda_batch_norm(plan, block):
@@ -215,7 +247,9 @@ def cuda_batch_norm(plan, block):
         rstd = rsqrtf(var + {plan.eps!r}f);
         if (training && threadIdx.x == 0) {{ {update} }}"""
     choose = f"if (training) {{ {batch} }} else {{ {running_stats} }}" if plan.running else f"{{ {batch} }}"
-    return src + f"""
+    return (
+        src
+        + f"""
 __global__ void batch_norm_kernel(const float* __restrict__ {x}{ptrs}, float* __restrict__ out, bool training) {{
     const int64_t c = blockIdx.x;  // one block per channel
     float mean = 0.f, rstd = 1.f;
@@ -231,6 +265,7 @@ void launch_fused(const float* {x}{ptrs.replace(" __restrict__", "")}, float* ou
     batch_norm_kernel<<<(unsigned)channels, BLOCK, 0, stream>>>({x}{names}, out, training);
 }}
 """
+    )
 
 
 def cuda_rowwise(plan, block):
@@ -249,24 +284,36 @@ def cuda_rowwise(plan, block):
         # One thread per (outer, inner) position, its row strided by `inner` (adjacent threads read adjacent
         # addresses). The softmax family keeps an online max and sum in one pass, then writes.
         if op in SOFTMAX_FAMILY:
-            loop = ("float m = -INFINITY, s = 0.f;\n        for (int64_t r = 0; r < R; ++r) {\n"
-                    "            const float v = pre_op(p[r * inner]);\n"
-                    "            if (v > m) { s = s * __expf(m - v) + 1.f; m = v; } else { s += __expf(v - m); }\n        }")
-            write = {"softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                                "epi_op(__expf(pre_op(p[r * inner]) - m) / s);",
-                     "log_softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                                    "epi_op(pre_op(p[r * inner]) - m - logf(s));",
-                     "logsumexp": "out[t] = epi_op(m + logf(s));"}[op]
+            loop = (
+                "float m = -INFINITY, s = 0.f;\n        for (int64_t r = 0; r < R; ++r) {\n"
+                "            const float v = pre_op(p[r * inner]);\n"
+                "            if (v > m) { s = s * __expf(m - v) + 1.f; m = v; } else { s += __expf(v - m); }\n        }"
+            )
+            write = {
+                "softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                "epi_op(__expf(pre_op(p[r * inner]) - m) / s);",
+                "log_softmax": "for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                "epi_op(pre_op(p[r * inner]) - m - logf(s));",
+                "logsumexp": "out[t] = epi_op(m + logf(s));",
+            }[op]
         else:
-            init, step, fin = {"sum": ("0.f", "acc += v;", "acc"),
-                               "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
-                               "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
-                               "min": ("INFINITY", "acc = fminf(acc, v);", "acc"),
-                               "norm": ("0.f", "acc += v * v;", "sqrtf(acc)")}[op]
-            loop = (f"float acc = {init};\n        "
-                    f"for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}")
-            write = (f"const float row = {fin}; for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
-                     "epi_op(row, p[r * inner]);" if plan.normalize else f"out[t] = epi_op({fin});")
+            init, step, fin = {
+                "sum": ("0.f", "acc += v;", "acc"),
+                "mean": ("0.f", "acc += v;", f"acc / {plan.reduce}.f"),
+                "max": ("-INFINITY", "acc = fmaxf(acc, v);", "acc"),
+                "min": ("INFINITY", "acc = fminf(acc, v);", "acc"),
+                "norm": ("0.f", "acc += v * v;", "sqrtf(acc)"),
+            }[op]
+            loop = (
+                f"float acc = {init};\n        "
+                f"for (int64_t r = 0; r < R; ++r) {{ const float v = pre_op(p[r * inner]); {step} }}"
+            )
+            write = (
+                f"const float row = {fin}; for (int64_t r = 0; r < R; ++r) out[(o * R + r) * inner + i] = "
+                "epi_op(row, p[r * inner]);"
+                if plan.normalize
+                else f"out[t] = epi_op({fin});"
+            )
         src += f"""
 __global__ void row_kernel(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     const int64_t R = {plan.reduce}LL, inner = {plan.inner}LL;
@@ -285,36 +332,69 @@ void launch_fused(const float* {x}, float* out, int64_t outer, cudaStream_t stre
 """
         return src
     body = {
-        "sum": ("float acc = 0.f;", "acc += v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
-                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
-        "mean": ("float acc = 0.f;", "acc += v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
-                 f"if (threadIdx.x == 0) out[row] = epi_op(acc / {plan.reduce}.f);"),
-        "max": ("float acc = -INFINITY;", "acc = fmaxf(acc, v);",
-                "acc = block_reduce(acc, [](float a, float b) { return fmaxf(a, b); });",
-                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
-        "norm": ("float acc = 0.f;", "acc += v * v;", "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
-                 "if (threadIdx.x == 0) out[row] = epi_op(sqrtf(acc));"),
-        "min": ("float acc = INFINITY;", "acc = fminf(acc, v);",
-                "acc = block_reduce(acc, [](float a, float b) { return fminf(a, b); });",
-                "if (threadIdx.x == 0) out[row] = epi_op(acc);"),
-        "softmax": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
-                    "acc = block_reduce(acc, combine); const float inv = 1.f / acc.s;",
-                    "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(__expf(pre_op(x[r]) - acc.m) * inv);"),
-        "log_softmax": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
-                        "acc = block_reduce(acc, combine); const float lse = acc.m + logf(acc.s);",
-                        "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(pre_op(x[r]) - lse);"),
-        "logsumexp": ("MaxSum acc = {-INFINITY, 0.f};", "acc = combine(acc, MaxSum{v, 1.f});",
-                      "acc = block_reduce(acc, combine);",
-                      "if (threadIdx.x == 0) out[row] = epi_op(acc.m + logf(acc.s));"),
-        "layer_norm": ("float2 acc = {0.f, 0.f};", "acc.x += v; acc.y += v * v;",
-                       "acc.x = block_reduce(acc.x, [](float a, float b) { return a + b; });"
-                       " acc.y = block_reduce(acc.y, [](float a, float b) { return a + b; });"
-                       f" const float mean = acc.x / {plan.reduce}.f;"
-                       f" const float rstd = rsqrtf(fmaxf(acc.y / {plan.reduce}.f - mean * mean, 0.f) + {plan.eps!r}f);",
-                       "for (int64_t r = threadIdx.x; r < R; r += BLOCK) { float t = (pre_op(x[r]) - mean) * rstd; "
-                       + (f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + "; "
-                          if affine else "")
-                       + "y[r] = epi_op(t); }"),
+        "sum": (
+            "float acc = 0.f;",
+            "acc += v;",
+            "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+            "if (threadIdx.x == 0) out[row] = epi_op(acc);",
+        ),
+        "mean": (
+            "float acc = 0.f;",
+            "acc += v;",
+            "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+            f"if (threadIdx.x == 0) out[row] = epi_op(acc / {plan.reduce}.f);",
+        ),
+        "max": (
+            "float acc = -INFINITY;",
+            "acc = fmaxf(acc, v);",
+            "acc = block_reduce(acc, [](float a, float b) { return fmaxf(a, b); });",
+            "if (threadIdx.x == 0) out[row] = epi_op(acc);",
+        ),
+        "norm": (
+            "float acc = 0.f;",
+            "acc += v * v;",
+            "acc = block_reduce(acc, [](float a, float b) { return a + b; });",
+            "if (threadIdx.x == 0) out[row] = epi_op(sqrtf(acc));",
+        ),
+        "min": (
+            "float acc = INFINITY;",
+            "acc = fminf(acc, v);",
+            "acc = block_reduce(acc, [](float a, float b) { return fminf(a, b); });",
+            "if (threadIdx.x == 0) out[row] = epi_op(acc);",
+        ),
+        "softmax": (
+            "MaxSum acc = {-INFINITY, 0.f};",
+            "acc = combine(acc, MaxSum{v, 1.f});",
+            "acc = block_reduce(acc, combine); const float inv = 1.f / acc.s;",
+            "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(__expf(pre_op(x[r]) - acc.m) * inv);",
+        ),
+        "log_softmax": (
+            "MaxSum acc = {-INFINITY, 0.f};",
+            "acc = combine(acc, MaxSum{v, 1.f});",
+            "acc = block_reduce(acc, combine); const float lse = acc.m + logf(acc.s);",
+            "for (int64_t r = threadIdx.x; r < R; r += BLOCK) y[r] = epi_op(pre_op(x[r]) - lse);",
+        ),
+        "logsumexp": (
+            "MaxSum acc = {-INFINITY, 0.f};",
+            "acc = combine(acc, MaxSum{v, 1.f});",
+            "acc = block_reduce(acc, combine);",
+            "if (threadIdx.x == 0) out[row] = epi_op(acc.m + logf(acc.s));",
+        ),
+        "layer_norm": (
+            "float2 acc = {0.f, 0.f};",
+            "acc.x += v; acc.y += v * v;",
+            "acc.x = block_reduce(acc.x, [](float a, float b) { return a + b; });"
+            " acc.y = block_reduce(acc.y, [](float a, float b) { return a + b; });"
+            f" const float mean = acc.x / {plan.reduce}.f;"
+            f" const float rstd = rsqrtf(fmaxf(acc.y / {plan.reduce}.f - mean * mean, 0.f) + {plan.eps!r}f);",
+            "for (int64_t r = threadIdx.x; r < R; r += BLOCK) { float t = (pre_op(x[r]) - mean) * rstd; "
+            + (
+                f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + "; "
+                if affine
+                else ""
+            )
+            + "y[r] = epi_op(t); }",
+        ),
     }[op]
     init, step, reduce, write = body
     if plan.normalize:
@@ -333,7 +413,7 @@ __global__ void row_kernel(const float* __restrict__ {x}_all{affine_ptrs}, float
     {write}
 }}
 void launch_fused(const float* {x}{affine_ptrs}, float* out, int64_t outer, cudaStream_t stream) {{
-    row_kernel<<<(unsigned)outer, BLOCK, 0, stream>>>({x}{''.join(', ' + a for a in affine)}, out);
+    row_kernel<<<(unsigned)outer, BLOCK, 0, stream>>>({x}{"".join(", " + a for a in affine)}, out);
 }}
 """
     return src
@@ -353,23 +433,32 @@ def cuda_gemm(plan, block):
     m, n, k = plan.m, plan.n, plan.k
     # TF32 keeps a GEMM's own outputs within 1e-2 of PyTorch's FP32, but a later sum over thousands of them adds
     # their errors up: with a summing stage after it (sum, mean, logsumexp), the GEMM computes in full FP32.
-    compute = "CUBLAS_COMPUTE_32F" if any(t.kind == "rowwise" and t.row_op in SUMMING for t in plan.tails) \
+    compute = (
+        "CUBLAS_COMPUTE_32F"
+        if any(t.kind == "rowwise" and t.row_op in SUMMING for t in plan.tails)
         else "CUBLAS_COMPUTE_32F_FAST_TF32"
+    )
     if plan.transposed_b:
-        gemm = (f"cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {k}, x, CUDA_R_32F, {k}, "
-                f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)")
+        gemm = (
+            f"cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {k}, x, CUDA_R_32F, {k}, "
+            f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)"
+        )
     elif plan.batch > 1:
-        gemm = (f"cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, "
-                f"{k * n}LL, x, CUDA_R_32F, {k}, {m * k}LL, &beta, out, CUDA_R_32F, {n}, {m * n}LL, {plan.batch}, "
-                f"{compute}, CUBLAS_GEMM_DEFAULT)")
+        gemm = (
+            f"cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, "
+            f"{k * n}LL, x, CUDA_R_32F, {k}, {m * k}LL, &beta, out, CUDA_R_32F, {n}, {m * n}LL, {plan.batch}, "
+            f"{compute}, CUBLAS_GEMM_DEFAULT)"
+        )
     else:
-        gemm = (f"cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, x, CUDA_R_32F, {k}, "
-                f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)")
+        gemm = (
+            f"cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, {n}, {m}, {k}, &alpha, w, CUDA_R_32F, {n}, x, CUDA_R_32F, {k}, "
+            f"&beta, out, CUDA_R_32F, {n}, {compute}, CUBLAS_GEMM_DEFAULT)"
+        )
     src += f"""
 __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t total) {{
     const int64_t N = {n}LL;
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < total; i += (int64_t)gridDim.x * BLOCK)
-        out[i] = epi_op(out[i]{''.join(', ' + load for load in loads.split(', ') if load)});
+        out[i] = epi_op(out[i]{"".join(", " + load for load in loads.split(", ") if load)});
 }}
 
 static cublasHandle_t handle() {{
@@ -389,7 +478,7 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
     if not trivial:
         total = plan.batch * m * n
         src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
-    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({"".join(n_ + ", " for n_ in names)}out, {total}LL);
 """
     return src + "}\n"
 
@@ -421,21 +510,25 @@ def cuda_conv(plan, block):
     # For ConvTranspose the input plays the forward convolution's output and the output its input.
     x_desc, y_desc = ("dy", "dx") if transposed else ("x", "y")
     if transposed:
-        find = ("cudnnConvolutionBwdDataAlgoPerf_t perf[8]; int found = 0;\n"
-                "        if (cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, s.w, s.x, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
-                "            check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), \"find\");\n"
-                "        const auto& best = pick(perf, found);\n"
-                "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
-                "        check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
+        find = (
+            "cudnnConvolutionBwdDataAlgoPerf_t perf[8]; int found = 0;\n"
+            "        if (cudnn().cudnnFindConvolutionBackwardDataAlgorithm(h, s.w, s.x, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
+            '            check(cudnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, s.w, s.x, s.conv, s.y, 8, &found, perf), "find");\n'
+            "        const auto& best = pick(perf, found);\n"
+            '        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), "math type");\n'
+            '        check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), "workspace");'
+        )
         run = "cudnn().cudnnConvolutionBackwardData(h, &alpha, s.w, w, s.x, x, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)"
         algo_t = "cudnnConvolutionBwdDataAlgo_t"
     else:
-        find = ("cudnnConvolutionFwdAlgoPerf_t perf[8]; int found = 0;\n"
-                "        if (cudnn().cudnnFindConvolutionForwardAlgorithm(h, s.x, s.w, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
-                "            check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), \"find\");\n"
-                "        const auto& best = pick(perf, found);\n"
-                "        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), \"math type\");\n"
-                "        check(cudnn().cudnnGetConvolutionForwardWorkspaceSize(h, s.x, s.w, s.conv, s.y, best.algo, &s.bytes), \"workspace\");")
+        find = (
+            "cudnnConvolutionFwdAlgoPerf_t perf[8]; int found = 0;\n"
+            "        if (cudnn().cudnnFindConvolutionForwardAlgorithm(h, s.x, s.w, s.conv, s.y, 8, &found, perf) != CUDNN_STATUS_SUCCESS || !found)\n"
+            '            check(cudnn().cudnnGetConvolutionForwardAlgorithm_v7(h, s.x, s.w, s.conv, s.y, 8, &found, perf), "find");\n'
+            "        const auto& best = pick(perf, found);\n"
+            '        check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), "math type");\n'
+            '        check(cudnn().cudnnGetConvolutionForwardWorkspaceSize(h, s.x, s.w, s.conv, s.y, best.algo, &s.bytes), "workspace");'
+        )
         run = "cudnn().cudnnConvolutionForward(h, &alpha, s.x, x, s.w, w, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)"
         algo_t = "cudnnConvolutionFwdAlgo_t"
 
@@ -445,10 +538,16 @@ def cuda_conv(plan, block):
             out.append(acc)
             acc *= size
         return list(reversed(out))
+
     trivial = plan.body == ["const float result = acc;"]
     total = math.prod(plan.out_shape)
-    src = CUDA_PRELUDE.format(block=block) + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <stdexcept>\n#include <string>\n"
-    src += op_function("epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ ")
+    src = (
+        CUDA_PRELUDE.format(block=block)
+        + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <stdexcept>\n#include <string>\n"
+    )
+    src += op_function(
+        "epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ "
+    )
     src += f"""
 __global__ void epilogue_kernel({ptrs}float* __restrict__ out, int64_t n) {{
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < n; i += (int64_t)gridDim.x * BLOCK)
@@ -559,7 +658,7 @@ void launch_fused(const float* x, const float* w, {ptrs}float* out, cudaStream_t
 """
     if not trivial:
         src += f"""    int blocks = (int)(({total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
-    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({''.join(n_ + ', ' for n_ in names)}out, {total}LL);
+    epilogue_kernel<<<blocks, BLOCK, 0, stream>>>({"".join(n_ + ", " for n_ in names)}out, {total}LL);
 """
     return src + "}\n"
 
@@ -614,7 +713,10 @@ def cpp_elementwise(plan):
             args.append(f"{o.name}[{offset(o.shape, plan.out_shape, '(base + j)')}]")
     setup_text = "\n        ".join(setup)
     chunk = min(inner, 8192)
-    return CPP_PRELUDE + op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ") + f"""
+    return (
+        CPP_PRELUDE
+        + op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
+        + f"""
 void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
     // {n // inner} outer step(s) of {inner} contiguous elements, cut in chunks of {chunk} for the threads.
     const int64_t inner = {inner}LL, chunks = {(inner + chunk - 1) // chunk}LL;
@@ -629,6 +731,7 @@ void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
     }}
 }}
 """
+    )
 
 
 def cpp_rowwise(plan):
@@ -638,22 +741,31 @@ def cpp_rowwise(plan):
     index = _affine_index(plan, "o")
     affine = [o.name for o in plan.affine]
     src = CPP_PRELUDE + op_function("pre_op", ["LOAD_" + x], plan.prologue, "pre", "static inline ")
-    src += op_function("epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body,
-                        qualifier="static inline ")
+    src += op_function(
+        "epi_op", ["ROW"] + (["LOAD_" + x] if plan.normalize else []), plan.body, qualifier="static inline "
+    )
     affine_ptrs = "".join(f", const float* __restrict__ {a}" for a in affine)
     R, inner = plan.reduce, plan.inner
-    red = {"sum": ("0.f", "acc += v;", "acc"), "mean": ("0.f", "acc += v;", f"acc / {R}.f"),
-           "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"), "min": ("INFINITY", "acc = std::min(acc, v);", "acc"),
-           "norm": ("0.f", "acc += v * v;", "std::sqrt(acc)")}
+    red = {
+        "sum": ("0.f", "acc += v;", "acc"),
+        "mean": ("0.f", "acc += v;", f"acc / {R}.f"),
+        "max": ("-INFINITY", "acc = std::max(acc, v);", "acc"),
+        "min": ("INFINITY", "acc = std::min(acc, v);", "acc"),
+        "norm": ("0.f", "acc += v * v;", "std::sqrt(acc)"),
+    }
     if op in SOFTMAX_FAMILY and inner > 1:
         # Rows strided by `inner`: a running max and sum per inner position, the inner loop contiguous.
-        write = {"softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
-                            f"yo[r * {inner}LL + i] = epi_op(expf(pre_op(xo[r * {inner}LL + i]) - m[i]) / s[i]);",
-                 "log_softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
-                                f"yo[r * {inner}LL + i] = epi_op(pre_op(xo[r * {inner}LL + i]) - m[i] - std::log(s[i]));",
-                 "logsumexp": f"for (int64_t i = 0; i < {inner}LL; ++i) out[o * {inner}LL + i] = "
-                              "epi_op(m[i] + std::log(s[i]));"}[op]
-        return src + f"""
+        write = {
+            "softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
+            f"yo[r * {inner}LL + i] = epi_op(expf(pre_op(xo[r * {inner}LL + i]) - m[i]) / s[i]);",
+            "log_softmax": f"for (int64_t r = 0; r < {R}LL; ++r) for (int64_t i = 0; i < {inner}LL; ++i) "
+            f"yo[r * {inner}LL + i] = epi_op(pre_op(xo[r * {inner}LL + i]) - m[i] - std::log(s[i]));",
+            "logsumexp": f"for (int64_t i = 0; i < {inner}LL; ++i) out[o * {inner}LL + i] = "
+            "epi_op(m[i] + std::log(s[i]));",
+        }[op]
+        return (
+            src
+            + f"""
 #include <vector>
 void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     #pragma omp parallel for schedule(static) if(outer * {R * inner}LL >= {PARALLEL_ELEMENTS})
@@ -670,11 +782,18 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
     }}
 }}
 """
+        )
     if op in red:
         init, step, fin = red[op]
-        write = (f"const float row = {fin};\n            for (int64_t r = 0; r < {R}LL; ++r) {{ const int64_t k = (o * {R}LL + r) * "
-                 f"{inner}LL + i; out[k] = epi_op(row, {x}[k]); }}" if plan.normalize else f"out[o * {inner}LL + i] = epi_op({fin});")
-        return src + f"""
+        write = (
+            f"const float row = {fin};\n            for (int64_t r = 0; r < {R}LL; ++r) {{ const int64_t k = (o * {R}LL + r) * "
+            f"{inner}LL + i; out[k] = epi_op(row, {x}[k]); }}"
+            if plan.normalize
+            else f"out[o * {inner}LL + i] = epi_op({fin});"
+        )
+        return (
+            src
+            + f"""
 void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t outer) {{
     #pragma omp parallel for schedule(static) if(outer * {R * inner}LL >= {PARALLEL_ELEMENTS})
     for (int64_t o = 0; o < outer; ++o)
@@ -685,10 +804,13 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
         }}
 }}
 """
+        )
     if op in ("softmax", "log_softmax", "logsumexp"):
-        tail = {"softmax": f"const float inv = 1.0f / s;\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(y[r] * inv);",
-                "log_softmax": f"const float lse = m + std::log(s);\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
-                "logsumexp": "out[o] = epi_op(m + std::log(s));"}[op]
+        tail = {
+            "softmax": f"const float inv = 1.0f / s;\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(y[r] * inv);",
+            "log_softmax": f"const float lse = m + std::log(s);\n        #pragma omp simd\n        for (int64_t r = 0; r < {R}LL; ++r) y[r] = epi_op(pre_op(x[r]) - lse);",
+            "logsumexp": "out[o] = epi_op(m + std::log(s));",
+        }[op]
         # softmax keeps each exponential in the output row, so that it is computed once, not twice.
         keep = "y[r] = e;" if op == "softmax" else ""
         core = f"""float m = -INFINITY;
@@ -699,14 +821,19 @@ void run_fused(const float* __restrict__ {x}, float* __restrict__ out, int64_t o
         for (int64_t r = 0; r < {R}LL; ++r) {{ const float e = expf(pre_op(x[r]) - m); {keep} s += e; }}
         {tail}"""
     else:  # layer_norm
-        scale = (f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + ";") \
-            if affine else ""
+        scale = (
+            (f"t = t * {affine[0]}[{index}]" + (f" + {affine[1]}[{index}]" if len(affine) > 1 else "") + ";")
+            if affine
+            else ""
+        )
         core = f"""double sum = 0, sq = 0;
         for (int64_t r = 0; r < {R}LL; ++r) {{ const float v = pre_op(x[r]); sum += v; sq += (double)v * v; }}
         const float mean = (float)(sum / {R}.0);
         const float rstd = 1.0f / std::sqrt((float)std::max(sq / {R}.0 - (double)mean * mean, 0.0) + {plan.eps!r}f);
         for (int64_t r = 0; r < {R}LL; ++r) {{ float t = (pre_op(x[r]) - mean) * rstd; {scale} y[r] = epi_op(t); }}"""
-    return src + f"""
+    return (
+        src
+        + f"""
 void run_fused(const float* __restrict__ {x}{affine_ptrs}, float* __restrict__ out, int64_t outer) {{
     #pragma omp parallel for schedule(static) if(outer * {R}LL >= {PARALLEL_ELEMENTS})
     for (int64_t o = 0; o < outer; ++o) {{
@@ -717,6 +844,7 @@ void run_fused(const float* __restrict__ {x}{affine_ptrs}, float* __restrict__ o
     }}
 }}
 """
+    )
 
 
 def _pool_geometry(plan):
@@ -725,14 +853,21 @@ def _pool_geometry(plan):
     pad = 3 - p["dims"]
     ins = p["in_shape"][2:]
     outs = p["pool_shape"][2:]
-    return ([1] * pad + ins, [1] * pad + outs, [1] * pad + p["kernel"], [1] * pad + p["stride"],
-            [0] * pad + p["padding"], [1] * pad + p["dilation"])
+    return (
+        [1] * pad + ins,
+        [1] * pad + outs,
+        [1] * pad + p["kernel"],
+        [1] * pad + p["stride"],
+        [0] * pad + p["padding"],
+        [1] * pad + p["dilation"],
+    )
 
 
 def _pool_body(plan):
     """The loop over one output's window (C, shared by the CUDA and C++ kernels): reads xc, leaves `pooled`."""
-    (d_in, h_in, w_in), (d_out, h_out, w_out), (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = \
-        _pool_geometry(plan)
+    (d_in, h_in, w_in), (d_out, h_out, w_out), (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = _pool_geometry(
+        plan
+    )
     is_max = plan.row_op == "max_pool"
     counted = not is_max and not plan.pool["count_include_pad"]  # the divisor is the window's elements inside
     step = "acc = fmaxf(acc, v);" if is_max else "acc += v;" + (" ++count;" if counted else "")
@@ -765,7 +900,10 @@ def _pool_functions(plan, qualifier):
 def cpp_pool(plan):
     src, loads, ptrs = _pool_functions(plan, "static inline ")
     total = math.prod(plan.out_shape)
-    return CPP_PRELUDE + src + f"""
+    return (
+        CPP_PRELUDE
+        + src
+        + f"""
 void run_fused(const float* __restrict__ x, {ptrs}float* __restrict__ out) {{
     #pragma omp parallel for schedule(static) if({total}LL >= {PARALLEL_ELEMENTS})
     for (int64_t i = 0; i < {total}LL; ++i) {{
@@ -774,13 +912,17 @@ void run_fused(const float* __restrict__ x, {ptrs}float* __restrict__ out) {{
     }}
 }}
 """
+    )
 
 
 def cuda_pool(plan, block):
     src, loads, ptrs = _pool_functions(plan, "__device__ __forceinline__ ")
     total = math.prod(plan.out_shape)
     names = "".join(o.name + ", " for o in plan.operands)
-    return CUDA_PRELUDE.format(block=block) + src + f"""
+    return (
+        CUDA_PRELUDE.format(block=block)
+        + src
+        + f"""
 __global__ void pool_kernel(const float* __restrict__ x, {ptrs}float* __restrict__ out) {{
     for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {total}LL; i += (int64_t)gridDim.x * BLOCK) {{
         {_pool_body(plan)}
@@ -792,6 +934,7 @@ void launch_fused(const float* x, {ptrs}float* out, cudaStream_t stream) {{
     pool_kernel<<<blocks, BLOCK, 0, stream>>>(x, {names}out);
 }}
 """
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -825,6 +968,7 @@ def _tensor_args(plan):
         if o.source == "buffer":  # looked up each call: .to(device) replaces a buffer (a parameter stays)
             return f"self.get_buffer({o.ref!r})"
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
+
     return [(o.name, py(o), math.prod(o.shape)) for o in _all_args(plan)]
 
 
@@ -835,10 +979,12 @@ def _launch(plan, device, space, ptrs, out):
     name = "launch_fused" if device == "cuda" else "run_fused"
     stream = ", cudaStream_t" if device == "cuda" else ""
     mode, mode_arg = (", bool", ", training") if _takes_mode(plan) else ("", "")
-    decl = (f"void {name}({', '.join('const float*' for _ in ptrs)}, float*{', int64_t' if extent else ''}{mode}"
-            f"{stream});")
-    call = f"    {space + '::' if space else ''}{name}({', '.join(ptrs)}, {out}{extent}{mode_arg}" + \
-        (", (cudaStream_t)stream);" if device == "cuda" else ");")
+    decl = (
+        f"void {name}({', '.join('const float*' for _ in ptrs)}, float*{', int64_t' if extent else ''}{mode}{stream});"
+    )
+    call = f"    {space + '::' if space else ''}{name}({', '.join(ptrs)}, {out}{extent}{mode_arg}" + (
+        ", (cudaStream_t)stream);" if device == "cuda" else ");"
+    )
     return (f"namespace {space} {{ {decl} }}" if space else decl), call
 
 
@@ -861,13 +1007,17 @@ def binding(plan, device):
         decls.append(decl)
         calls.append(call)
         if i < len(plan.tails):
-            allocate += (f"    Tensor {writes[i]} = torch::stable::new_empty({first}, "
-                         f"{{{', '.join(str(d) for d in stage.out_shape)}}});\n")
+            allocate += (
+                f"    Tensor {writes[i]} = torch::stable::new_empty({first}, "
+                f"{{{', '.join(str(d) for d in stage.out_shape)}}});\n"
+            )
     decl, call = "\n".join(decls), "\n".join(calls)
     out_dims = ", ".join(str(d) for d in plan.result_shape)
     if device == "cuda":
-        call = (f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
-                + call)
+        call = (
+            f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+            + call
+        )
         includes = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n"
         key = "CUDA"
     else:
@@ -875,7 +1025,9 @@ def binding(plan, device):
     schema = ", ".join(f"Tensor {name}" for name, _, _ in args)
     if any(_takes_mode(stage) for stage in [plan] + plan.tails):
         params, schema = params + ", bool training", schema + ", bool training"
-    return (HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
+    return (
+        HEADER.format(describe=plan.describe)
+        + f"""#include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 {includes}#include <stdexcept>
@@ -901,7 +1053,8 @@ Tensor fused({params}) {{
 
 STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({schema}) -> Tensor"); }}
 STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
-""")
+"""
+    )
 
 
 def _param_names(plan):
@@ -953,7 +1106,7 @@ def _chained(sources, prelude):
     for i, source in enumerate(sources):
         space = "ks_head" if i == 0 else f"ks_tail{i - 1}"
         assert source.startswith(prelude), "a kernel source that does not start with its prelude"
-        lines = source[len(prelude):].splitlines()
+        lines = source[len(prelude) :].splitlines()
         includes += [line for line in lines if line.startswith("#include") and line not in includes]
         body = "\n".join(line for line in lines if not line.startswith("#include"))
         blocks.append(f"namespace {space} {{\n{body}\n}}  // namespace {space}\n")
@@ -963,20 +1116,34 @@ def _chained(sources, prelude):
 def workspace_files(plan, device, problem_source, block=256):
     if plan.kind == "graph":
         from agent.heuristic.dag.codegen import workspace_files as dag_files
+
         return dag_files(plan, device, problem_source, block)
     if device == "cuda":
-        kernel = {"elementwise": cuda_elementwise, "rowwise": cuda_rowwise, "gemm": cuda_gemm, "conv": cuda_conv,
-                  "pool": cuda_pool}
+        kernel = {
+            "elementwise": cuda_elementwise,
+            "rowwise": cuda_rowwise,
+            "gemm": cuda_gemm,
+            "conv": cuda_conv,
+            "pool": cuda_pool,
+        }
         sources = [kernel[stage.kind](stage, block) for stage in [plan] + plan.tails]
         prelude, name = CUDA_PRELUDE.format(block=block), "kernels/fused.cu"
     else:
-        kernel = {"elementwise": cpp_elementwise, "rowwise": cpp_rowwise, "gemm": cpp_gemm, "conv": cpp_conv,
-                  "pool": cpp_pool}
+        kernel = {
+            "elementwise": cpp_elementwise,
+            "rowwise": cpp_rowwise,
+            "gemm": cpp_gemm,
+            "conv": cpp_conv,
+            "pool": cpp_pool,
+        }
         sources = [kernel[stage.kind](stage) for stage in [plan] + plan.tails]
         prelude, name = CPP_PRELUDE, "kernels/fused.cpp"
     source = _chained(sources, prelude) if plan.tails else sources[0]
-    files = {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device),
-             "model_new.py": model_new(plan, problem_source, device)}
+    files = {
+        name: HEADER.format(describe=plan.describe) + source,
+        "binding.cpp": binding(plan, device),
+        "model_new.py": model_new(plan, problem_source, device),
+    }
     if device == "cpu":  # the library kernels' headers, included by name (kernels/ is on the include path)
         families = {"gemm": GEMM_HEADERS, "conv": CONV_HEADERS}
         for header in {h for stage in [plan] + plan.tails for h in families.get(stage.kind, ())}:

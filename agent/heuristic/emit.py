@@ -1,4 +1,5 @@
 """C building blocks the kernel families share: broadcast offsets, op functions, the C++ prelude, template files."""
+
 import functools
 import math
 from pathlib import Path
@@ -117,8 +118,11 @@ def row_epilogue(operands, out_shape, inner, body):
 
 def scalar_checks(scalars):
     """forward's checks that each scalar input has the value the kernels were written for."""
-    return "".join(f"        if inputs[{i}] != {v!r}:\n            raise ValueError(f\"input {i} is {{inputs[{i}]!r}}; "
-                   f"these kernels were written for {v!r}\")\n" for i, v in sorted(scalars.items()))
+    return "".join(
+        f'        if inputs[{i}] != {v!r}:\n            raise ValueError(f"input {i} is {{inputs[{i}]!r}}; '
+        f'these kernels were written for {v!r}")\n'
+        for i, v in sorted(scalars.items())
+    )
 
 
 def model_new_source(describe, preload, problem_source, params, checks, call):

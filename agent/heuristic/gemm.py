@@ -1,4 +1,5 @@
 """The GEMM family's C++ kernel for the CPU target: OpenBLAS's sgemm per output tile (ks_gemm.h), then the epilogue."""
+
 import dataclasses
 import math
 
@@ -17,11 +18,15 @@ def cpp_gemm(plan):
     epilogue = row_epilogue(operands, [batch * m, n], n, plan.body)
     parallel = "true" if batch * m * n * k >= PARALLEL_FLOPS else "false"
     w_stride = k * n if batch > 1 else 0
-    return CPP_PRELUDE + '#include "ks_gemm.h"\n' + \
-        op_function("epi_op", ["acc"] + [f"LOAD_{name}" for name in names], plan.body, qualifier="static inline ") + f"""
+    return (
+        CPP_PRELUDE
+        + '#include "ks_gemm.h"\n'
+        + op_function("epi_op", ["acc"] + [f"LOAD_{name}" for name in names], plan.body, qualifier="static inline ")
+        + f"""
 void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
     // {f"{batch} x " if batch > 1 else ""}{m}x{k} by {k}x{n}{", w stored [n, k]" if plan.transposed_b else ""}
     constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(plan.transposed_b).lower()}, {w_stride}}};
     ks_gemm(g, x, w, out, {parallel}, {epilogue});
 }}
 """
+    )

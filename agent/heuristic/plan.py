@@ -1,6 +1,7 @@
 """From an analyzed graph to a fusion plan: one elementwise kernel, one row-wise kernel, a GEMM or a convolution
 with a fused epilogue (and, after it, one row-wise kernel over its result). Anything else is named as the operator
 that stops the plan (no fallback is ever written)."""
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -14,12 +15,23 @@ def _f(x):
 
 # Elementwise operators as C expressions of {x} (and named attributes). One table serves CUDA and C++.
 UNARY = {
-    "relu": "fmaxf({x}, 0.0f)", "sigmoid": "(1.0f / (1.0f + expf(-({x}))))", "tanh": "tanhf({x})",
+    "relu": "fmaxf({x}, 0.0f)",
+    "sigmoid": "(1.0f / (1.0f + expf(-({x}))))",
+    "tanh": "tanhf({x})",
     "gelu": "(0.5f * ({x}) * (1.0f + erff(({x}) * 0.70710678118654752f)))",
     "gelu_tanh": "(0.5f * ({x}) * (1.0f + tanhf(0.7978845608028654f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
-    "silu": "(({x}) / (1.0f + expf(-({x}))))", "exp": "expf({x})", "log": "logf({x})", "abs": "fabsf({x})",
-    "neg": "(-({x}))", "sqrt": "sqrtf({x})", "rsqrt": "rsqrtf({x})", "sin": "sinf({x})", "cos": "cosf({x})",
-    "reciprocal": "(1.0f / ({x}))", "softsign": "(({x}) / (1.0f + fabsf({x})))", "square": "(({x}) * ({x}))",
+    "silu": "(({x}) / (1.0f + expf(-({x}))))",
+    "exp": "expf({x})",
+    "log": "logf({x})",
+    "abs": "fabsf({x})",
+    "neg": "(-({x}))",
+    "sqrt": "sqrtf({x})",
+    "rsqrt": "rsqrtf({x})",
+    "sin": "sinf({x})",
+    "cos": "cosf({x})",
+    "reciprocal": "(1.0f / ({x}))",
+    "softsign": "(({x}) / (1.0f + fabsf({x})))",
+    "square": "(({x}) * ({x}))",
     "mish": "(({x}) * tanhf(({x}) > 20.0f ? ({x}) : log1pf(expf({x}))))",
     "softplus": "(({x}) * {beta} > {threshold} ? ({x}) : log1pf(expf(({x}) * {beta})) / {beta})",
     "elu": "(({x}) > 0.0f ? ({x}) : {alpha} * (expf({x}) - 1.0f))",
@@ -31,62 +43,191 @@ UNARY = {
     "identity": "({x})",
     "celu": "(({x}) > 0.0f ? ({x}) : {alpha} * (expf(({x}) / {alpha}) - 1.0f))",
     "logsigmoid": "(fminf({x}, 0.0f) - log1pf(expf(-fabsf({x}))))",
-    "relu6": "fminf(fmaxf({x}, 0.0f), 6.0f)", "tanhshrink": "(({x}) - tanhf({x}))",
+    "relu6": "fminf(fmaxf({x}, 0.0f), 6.0f)",
+    "tanhshrink": "(({x}) - tanhf({x}))",
     "softshrink": "(({x}) > {lambd} ? ({x}) - {lambd} : (({x}) < -{lambd} ? ({x}) + {lambd} : 0.0f))",
     "hardshrink": "((({x}) > {lambd} || ({x}) < -{lambd}) ? ({x}) : 0.0f)",
     "threshold": "(({x}) > {threshold} ? ({x}) : {value})",
-    "acos": "acosf({x})", "asin": "asinf({x})", "atan": "atanf({x})", "asinh": "asinhf({x})",
-    "atanh": "atanhf({x})", "sinh": "sinhf({x})", "cosh": "coshf({x})", "tan": "tanf({x})",
-    "ceil": "ceilf({x})", "floor": "floorf({x})", "round": "rintf({x})", "trunc": "truncf({x})",
-    "erf": "erff({x})", "erfc": "erfcf({x})", "exp2": "exp2f({x})", "expm1": "expm1f({x})",
-    "log2": "log2f({x})", "log10": "log10f({x})", "log1p": "log1pf({x})", "lgamma": "lgammaf({x})",
-    "deg2rad": "(({x}) * 0.017453292519943295f)", "rad2deg": "(({x}) * 57.29577951308232f)",
+    "acos": "acosf({x})",
+    "asin": "asinf({x})",
+    "atan": "atanf({x})",
+    "asinh": "asinhf({x})",
+    "atanh": "atanhf({x})",
+    "sinh": "sinhf({x})",
+    "cosh": "coshf({x})",
+    "tan": "tanf({x})",
+    "ceil": "ceilf({x})",
+    "floor": "floorf({x})",
+    "round": "rintf({x})",
+    "trunc": "truncf({x})",
+    "erf": "erff({x})",
+    "erfc": "erfcf({x})",
+    "exp2": "exp2f({x})",
+    "expm1": "expm1f({x})",
+    "log2": "log2f({x})",
+    "log10": "log10f({x})",
+    "log1p": "log1pf({x})",
+    "lgamma": "lgammaf({x})",
+    "deg2rad": "(({x}) * 0.017453292519943295f)",
+    "rad2deg": "(({x}) * 57.29577951308232f)",
     "sign": "(({x}) > 0.0f ? 1.0f : (({x}) < 0.0f ? -1.0f : ({x})))",
     "sinc": "(({x}) == 0.0f ? 1.0f : sinf(3.14159265358979f * ({x})) / (3.14159265358979f * ({x})))",
     "logit": "logf(fminf(fmaxf({x}, {lo}), {hi}) / (1.0f - fminf(fmaxf({x}, {lo}), {hi})))",
 }
-BINARY = {"add": "(({a}) + ({b}))", "sub": "(({a}) - ({b}))", "mul": "(({a}) * ({b}))", "div": "(({a}) / ({b}))",
-          "maximum": "fmaxf({a}, {b})", "minimum": "fminf({a}, {b})", "pow": "powf({a}, {b})",
-          "rsub": "(({b}) - ({a}))", "atan2": "atan2f({a}, {b})", "hypot": "hypotf({a}, {b})",
-          "copysign": "copysignf({a}, {b})", "fmax": "fmaxf({a}, {b})", "fmin": "fminf({a}, {b})",
-          "fmod": "fmodf({a}, {b})", "ldexp": "(({a}) * exp2f({b}))",
-          # Python's modulo: the remainder takes the divisor's sign
-          "remainder": "(fmodf({a}, {b}) != 0.0f && ((({b}) < 0.0f) != (fmodf({a}, {b}) < 0.0f)) "
-                       "? fmodf({a}, {b}) + ({b}) : fmodf({a}, {b}))",
-          "logaddexp": "(fmaxf({a}, {b}) + log1pf(expf(-fabsf(({a}) - ({b})))))",
-          "logaddexp2": "(fmaxf({a}, {b}) + log2f(1.0f + exp2f(-fabsf(({a}) - ({b})))))"}
-ALIASES = {"truediv": "div", "true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub",
-           "iadd": "add", "imul": "mul", "isub": "sub", "itruediv": "div", "relu_": "relu", "sigmoid_": "sigmoid",
-           "tanh_": "tanh", "add_": "add", "mul_": "mul", "sub_": "sub", "div_": "div", "clamp_": "clamp",
-           "clip": "clamp", "hardtanh": "clamp", "swish": "silu", "max_binary": "maximum", "min_binary": "minimum",
-           "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "GELU": "gelu", "SiLU": "silu", "Mish": "mish",
-           "Softplus": "softplus", "ELU": "elu", "SELU": "selu", "LeakyReLU": "leaky_relu", "Hardtanh": "clamp",
-           "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid", "Softsign": "softsign", "Identity": "identity",
-           "softmax": "softmax", "Softmax": "softmax", "log_softmax": "log_softmax", "LogSoftmax": "log_softmax",
-           "amax": "max", "amin": "min", "Linear": "linear", "matmul": "matmul", "mm": "matmul", "bmm": "matmul",
-           "LayerNorm": "layer_norm", "layer_norm": "layer_norm", "logsumexp": "logsumexp", "Dropout": "dropout",
-           "dropout": "dropout", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv", "ConvTranspose1d": "conv",
-           "ConvTranspose2d": "conv", "ConvTranspose3d": "conv", "GroupNorm": "group_norm",
-           "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm",
-           "MaxPool1d": "max_pool", "MaxPool2d": "max_pool", "MaxPool3d": "max_pool", "max_pool1d": "max_pool",
-           "max_pool2d": "max_pool", "max_pool3d": "max_pool", "AvgPool1d": "avg_pool", "AvgPool2d": "avg_pool",
-           "AvgPool3d": "avg_pool", "avg_pool1d": "avg_pool", "avg_pool2d": "avg_pool", "avg_pool3d": "avg_pool",
-           "Flatten": "flatten", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
-           "BatchNorm3d": "batch_norm", "negative": "neg", "absolute": "abs", "arccos": "acos", "arcsin": "asin",
-           "arctan": "atan", "arcsinh": "asinh", "arctanh": "atanh", "arctan2": "atan2", "fix": "trunc",
-           "sgn": "sign", "CELU": "celu", "LogSigmoid": "logsigmoid", "ReLU6": "relu6", "Tanhshrink": "tanhshrink",
-           "Softshrink": "softshrink", "Hardshrink": "hardshrink", "Threshold": "threshold",
-           "special_expit": "sigmoid", "special_erf": "erf", "special_exp2": "exp2", "special_expm1": "expm1",
-           "special_logit": "logit", "special_sinc": "sinc", "special_round": "round", "special_erfc": "erfc",
-           "special_log1p": "log1p", "log_sigmoid": "logsigmoid", "_threshold": "threshold", "exp_": "exp", "neg_": "neg", "abs_": "abs", "sqrt_": "sqrt"}
+BINARY = {
+    "add": "(({a}) + ({b}))",
+    "sub": "(({a}) - ({b}))",
+    "mul": "(({a}) * ({b}))",
+    "div": "(({a}) / ({b}))",
+    "maximum": "fmaxf({a}, {b})",
+    "minimum": "fminf({a}, {b})",
+    "pow": "powf({a}, {b})",
+    "rsub": "(({b}) - ({a}))",
+    "atan2": "atan2f({a}, {b})",
+    "hypot": "hypotf({a}, {b})",
+    "copysign": "copysignf({a}, {b})",
+    "fmax": "fmaxf({a}, {b})",
+    "fmin": "fminf({a}, {b})",
+    "fmod": "fmodf({a}, {b})",
+    "ldexp": "(({a}) * exp2f({b}))",
+    # Python's modulo: the remainder takes the divisor's sign
+    "remainder": "(fmodf({a}, {b}) != 0.0f && ((({b}) < 0.0f) != (fmodf({a}, {b}) < 0.0f)) "
+    "? fmodf({a}, {b}) + ({b}) : fmodf({a}, {b}))",
+    "logaddexp": "(fmaxf({a}, {b}) + log1pf(expf(-fabsf(({a}) - ({b})))))",
+    "logaddexp2": "(fmaxf({a}, {b}) + log2f(1.0f + exp2f(-fabsf(({a}) - ({b})))))",
+}
+ALIASES = {
+    "truediv": "div",
+    "true_divide": "div",
+    "divide": "div",
+    "multiply": "mul",
+    "subtract": "sub",
+    "iadd": "add",
+    "imul": "mul",
+    "isub": "sub",
+    "itruediv": "div",
+    "relu_": "relu",
+    "sigmoid_": "sigmoid",
+    "tanh_": "tanh",
+    "add_": "add",
+    "mul_": "mul",
+    "sub_": "sub",
+    "div_": "div",
+    "clamp_": "clamp",
+    "clip": "clamp",
+    "hardtanh": "clamp",
+    "swish": "silu",
+    "max_binary": "maximum",
+    "min_binary": "minimum",
+    "ReLU": "relu",
+    "Sigmoid": "sigmoid",
+    "Tanh": "tanh",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "Mish": "mish",
+    "Softplus": "softplus",
+    "ELU": "elu",
+    "SELU": "selu",
+    "LeakyReLU": "leaky_relu",
+    "Hardtanh": "clamp",
+    "Hardswish": "hardswish",
+    "Hardsigmoid": "hardsigmoid",
+    "Softsign": "softsign",
+    "Identity": "identity",
+    "softmax": "softmax",
+    "Softmax": "softmax",
+    "log_softmax": "log_softmax",
+    "LogSoftmax": "log_softmax",
+    "amax": "max",
+    "amin": "min",
+    "Linear": "linear",
+    "matmul": "matmul",
+    "mm": "matmul",
+    "bmm": "matmul",
+    "LayerNorm": "layer_norm",
+    "layer_norm": "layer_norm",
+    "logsumexp": "logsumexp",
+    "Dropout": "dropout",
+    "dropout": "dropout",
+    "Conv1d": "conv",
+    "Conv2d": "conv",
+    "Conv3d": "conv",
+    "ConvTranspose1d": "conv",
+    "ConvTranspose2d": "conv",
+    "ConvTranspose3d": "conv",
+    "GroupNorm": "group_norm",
+    "InstanceNorm1d": "instance_norm",
+    "InstanceNorm2d": "instance_norm",
+    "InstanceNorm3d": "instance_norm",
+    "MaxPool1d": "max_pool",
+    "MaxPool2d": "max_pool",
+    "MaxPool3d": "max_pool",
+    "max_pool1d": "max_pool",
+    "max_pool2d": "max_pool",
+    "max_pool3d": "max_pool",
+    "AvgPool1d": "avg_pool",
+    "AvgPool2d": "avg_pool",
+    "AvgPool3d": "avg_pool",
+    "avg_pool1d": "avg_pool",
+    "avg_pool2d": "avg_pool",
+    "avg_pool3d": "avg_pool",
+    "Flatten": "flatten",
+    "BatchNorm1d": "batch_norm",
+    "BatchNorm2d": "batch_norm",
+    "BatchNorm3d": "batch_norm",
+    "negative": "neg",
+    "absolute": "abs",
+    "arccos": "acos",
+    "arcsin": "asin",
+    "arctan": "atan",
+    "arcsinh": "asinh",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "fix": "trunc",
+    "sgn": "sign",
+    "CELU": "celu",
+    "LogSigmoid": "logsigmoid",
+    "ReLU6": "relu6",
+    "Tanhshrink": "tanhshrink",
+    "Softshrink": "softshrink",
+    "Hardshrink": "hardshrink",
+    "Threshold": "threshold",
+    "special_expit": "sigmoid",
+    "special_erf": "erf",
+    "special_exp2": "exp2",
+    "special_expm1": "expm1",
+    "special_logit": "logit",
+    "special_sinc": "sinc",
+    "special_round": "round",
+    "special_erfc": "erfc",
+    "special_log1p": "log1p",
+    "log_sigmoid": "logsigmoid",
+    "_threshold": "threshold",
+    "exp_": "exp",
+    "neg_": "neg",
+    "abs_": "abs",
+    "sqrt_": "sqrt",
+}
 # Casts and copies of a float32 value to float32 (make_plan refuses every other dtype): identities.
 CASTS = {"float", "to", "type_as", "contiguous", "clone", "detach"}
 POOLS = {"max_pool", "avg_pool"}
 PRODUCTS = {"linear", "matmul", "conv"}
 # Reshapes of a stage's contiguous result cost nothing: the next stage reads the intermediate in the new shape.
 RESHAPES = {"flatten", "view", "reshape", "unsqueeze", "squeeze"}
-ROW_OPS = {"softmax", "log_softmax", "layer_norm", "logsumexp", "sum", "mean", "max", "min", "norm", "group_norm",
-           "instance_norm", "batch_norm"}
+ROW_OPS = {
+    "softmax",
+    "log_softmax",
+    "layer_norm",
+    "logsumexp",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "norm",
+    "group_norm",
+    "instance_norm",
+    "batch_norm",
+}
 # Normalized over rows with mean and variance (then an affine transform): layer norm over the last dims; group and
 # instance norm over each (sample, group) of [N, C, *spatial], contiguous, their affine per channel.
 NORMS = {"layer_norm", "group_norm", "instance_norm", "batch_norm"}
@@ -148,6 +289,7 @@ class Plan:
 
     def to_json(self):
         from dataclasses import asdict
+
         return asdict(self)
 
     @property
@@ -228,8 +370,13 @@ class _Builder:
             if p and kw.get("training") is not False:
                 raise Unsupported("dropout with p > 0 in training mode (random: not a deterministic problem)")
             op = "identity"
-        if op == "getitem" and len(args) == 2 and args[1] == 0 and isinstance(args[0], dict) \
-                and _canonical(self.nodes[args[0]["node"]]) in ("max", "min"):
+        if (
+            op == "getitem"
+            and len(args) == 2
+            and args[1] == 0
+            and isinstance(args[0], dict)
+            and _canonical(self.nodes[args[0]["node"]]) in ("max", "min")
+        ):
             # torch.max(x, dim)[0]: the values of the reduction (its indices are never computed).
             self.values[node["name"]] = self.value(args[0])
             return True
@@ -256,7 +403,9 @@ class _Builder:
                 lo, hi = (-1.0 if lo is None else lo), (1.0 if hi is None else hi)
             fields.update(lo=_f(-math.inf if lo is None else lo), hi=_f(math.inf if hi is None else hi))
         elif op == "leaky_relu":
-            fields["slope"] = _f(attrs.get("negative_slope", kw.get("negative_slope", args[1] if len(args) > 1 else 0.01)))
+            fields["slope"] = _f(
+                attrs.get("negative_slope", kw.get("negative_slope", args[1] if len(args) > 1 else 0.01))
+            )
         elif op == "elu":
             fields["alpha"] = _f(attrs.get("alpha", kw.get("alpha", args[1] if len(args) > 1 else 1.0)))
         elif op == "celu":
@@ -273,7 +422,10 @@ class _Builder:
             eps = kw.get("eps", args[1] if len(args) > 1 else None)
             fields.update(lo=_f(-math.inf if eps is None else eps), hi=_f(math.inf if eps is None else 1.0 - eps))
         elif op == "softplus":
-            fields.update(beta=_f(attrs.get("beta", kw.get("beta", 1.0))), threshold=_f(attrs.get("threshold", kw.get("threshold", 20.0))))
+            fields.update(
+                beta=_f(attrs.get("beta", kw.get("beta", 1.0))),
+                threshold=_f(attrs.get("threshold", kw.get("threshold", 20.0))),
+            )
         elif op == "gelu" and (attrs.get("approximate") == "tanh" or kw.get("approximate") == "tanh"):
             op = "gelu_tanh"
         self.emit(node, UNARY[op].format(**fields))
@@ -282,8 +434,13 @@ class _Builder:
 
 def _canonical(node):
     target = node.get("target", "")
-    if node["op"] == "call_function" and target in ("max", "min") and len(node["args"]) == 2 \
-            and isinstance(node["args"][1], dict) and "node" in node["args"][1]:
+    if (
+        node["op"] == "call_function"
+        and target in ("max", "min")
+        and len(node["args"]) == 2
+        and isinstance(node["args"][1], dict)
+        and "node" in node["args"][1]
+    ):
         return {"max": "maximum", "min": "minimum"}[target]
     return ALIASES.get(target, target)
 
@@ -316,6 +473,7 @@ def make_plan(analysis):
     captured = analysis.get("aten") or {}
     if captured.get("ok"):
         from agent.heuristic.dag import plan_graph
+
         return plan_graph(captured)
     reason = captured.get("reason", "the problem could not be captured")
     raise Unsupported(f"{chain_error}; and no ATen graph for the DAG planner: {reason}" if chain_error else reason)
@@ -331,7 +489,7 @@ def _chain_plan(analysis):
     transposes = _input_transposes(analysis, nodes)
     stages = [i for i, node in enumerate(nodes) if _starts_stage(node)]
     if transposes and len(ops) > len(transposes) and ops[len(transposes)] == "matmul":
-        nodes = nodes[len(transposes):]
+        nodes = nodes[len(transposes) :]
         plan, stop = _gemm_plan(analysis, nodes, transposes)
     elif ops and ops[0] in ("linear", "matmul"):
         plan, stop = _gemm_plan(analysis, nodes)
@@ -403,8 +561,13 @@ def _without_identities(analysis):
     nodes = []
     for node in analysis["nodes"]:
         node = {**node, "args": resolve(node["args"]), "kwargs": resolve(node.get("kwargs") or {})}
-        if node["op"] in ("call_function", "call_method", "call_module") and _is_identity(node) \
-                and node["args"] and isinstance(node["args"][0], dict) and "node" in node["args"][0]:
+        if (
+            node["op"] in ("call_function", "call_method", "call_module")
+            and _is_identity(node)
+            and node["args"]
+            and isinstance(node["args"][0], dict)
+            and "node" in node["args"][0]
+        ):
             alias[node["name"]] = node["args"][0]["node"]
             continue
         nodes.append(node)
@@ -425,6 +588,7 @@ def _live(nodes):
         elif isinstance(value, dict):
             for v in value.values():
                 yield from refs(v)
+
     while stack:
         name = stack.pop()
         if name in live or name not in by_name:
@@ -500,12 +664,15 @@ def _elementwise_plan(analysis, nodes):
     b = _Builder(analysis)
     for node in nodes:
         if not b.elementwise(node):
-            raise Unsupported(f"operator {node.get('target')} ({node['name']}) is not elementwise and not one the "
-                              "heuristic fuses")
+            raise Unsupported(
+                f"operator {node.get('target')} ({node['name']}) is not elementwise and not one the heuristic fuses"
+            )
     out = _output_node(analysis)
     if out not in b.values:
         b.value({"node": out})
-    plan = Plan("elementwise", b.nodes[out]["shape"], describe=f"one fused elementwise kernel over {len(nodes)} operator(s)")
+    plan = Plan(
+        "elementwise", b.nodes[out]["shape"], describe=f"one fused elementwise kernel over {len(nodes)} operator(s)"
+    )
     return _finish(b, plan, out)
 
 
@@ -540,7 +707,9 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
         groups = int(attrs["num_groups"]) if op == "group_norm" else in_shape[1]
         dims = list(range(1, len(in_shape)))  # each sample's groups are contiguous runs of these dims
     elif op == "layer_norm":
-        norm = attrs.get("normalized_shape", kw.get("normalized_shape", row["args"][1] if len(row["args"]) > 1 else None))
+        norm = attrs.get(
+            "normalized_shape", kw.get("normalized_shape", row["args"][1] if len(row["args"]) > 1 else None)
+        )
         norm = [norm] if isinstance(norm, int) else list(norm)
         dims = list(range(len(in_shape) - len(norm), len(in_shape)))
     else:
@@ -556,9 +725,9 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
         dims = sorted(d % len(in_shape) for d in dims)
     if dims != list(range(dims[0], dims[-1] + 1)):
         raise Unsupported(f"{row['target']} over non-adjacent dims {dims}")
-    outer = math.prod(in_shape[:dims[0]])
-    reduce = math.prod(in_shape[dims[0]:dims[-1] + 1])
-    inner = math.prod(in_shape[dims[-1] + 1:])
+    outer = math.prod(in_shape[: dims[0]])
+    reduce = math.prod(in_shape[dims[0] : dims[-1] + 1])
+    inner = math.prod(in_shape[dims[-1] + 1 :])
     if groups:
         if in_shape[1] % groups:
             raise Unsupported(f"{row['target']}: {in_shape[1]} channels in {groups} groups")
@@ -568,21 +737,31 @@ def _rowwise_plan(analysis, nodes, at, prefix="t"):
     if inner != 1 and op not in ("sum", "mean", "max", "min", "norm", "softmax", "log_softmax", "logsumexp"):
         raise Unsupported(f"{row['target']} over a dim that is not the last one")
     if op in ("max", "min") and row.get("target") in ("max", "min") and _output_node(analysis) == row["name"]:
-        raise Unsupported(f"torch.{row['target']}(x, dim) returns values and indices; the heuristic computes values only")
+        raise Unsupported(
+            f"torch.{row['target']}(x, dim) returns values and indices; the heuristic computes values only"
+        )
     main_expr = b.value(src)
     prologue, b.body = b.body, []
     # torch.max(x, dim) is a (values, indices) pair: its shape is that of the values taken from it.
     shape = row["shape"]
     if shape is None:
-        taken = [n for n in nodes[at + 1:] if n.get("target") == "getitem" and n["args"][0] == {"node": row["name"]}]
+        taken = [n for n in nodes[at + 1 :] if n.get("target") == "getitem" and n["args"][0] == {"node": row["name"]}]
         shape = taken[0]["shape"] if taken else b.nodes[_output_node(analysis)]["shape"]
-    plan = Plan("rowwise", shape, row_op=op, outer=outer, reduce=reduce, inner=inner,
-                eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op in NORMS else 1e-5,
-                groups=groups, channels=in_shape[1] if groups or op == "batch_norm" else 0,
-                spatial=math.prod(in_shape[2:]) if groups or op == "batch_norm" else 1,
-                momentum=float(attrs.get("momentum") or 0.1),
-                describe=f"one row-wise {op} kernel (rows of {reduce})"
-                         + (f" with {at} fused operator(s) before it" if at else ""))
+    plan = Plan(
+        "rowwise",
+        shape,
+        row_op=op,
+        outer=outer,
+        reduce=reduce,
+        inner=inner,
+        eps=float(attrs.get("eps", kw.get("eps", 1e-5))) if op in NORMS else 1e-5,
+        groups=groups,
+        channels=in_shape[1] if groups or op == "batch_norm" else 0,
+        spatial=math.prod(in_shape[2:]) if groups or op == "batch_norm" else 1,
+        momentum=float(attrs.get("momentum") or 0.1),
+        describe=f"one row-wise {op} kernel (rows of {reduce})"
+        + (f" with {at} fused operator(s) before it" if at else ""),
+    )
     plan.prologue = prologue + [f"const float pre = {main_expr};"]
     if op in NORMS and row["op"] == "call_module":
         for pname in ("weight", "bias"):
@@ -649,11 +828,24 @@ def _pool_plan(analysis, nodes, at, prefix="t"):
     stop = _fuse_after(b, nodes, at + 1, pool["target"])
     out = _result_node(analysis, nodes, stop)
     window = "x".join(map(str, kernel))
-    plan = Plan("pool", b.nodes[out]["shape"], row_op=op, scalars=dict(b.scalars),
-                describe=f"one {op.replace('_', ' ')} kernel ({window} windows)"
-                         + (f" with {at} fused operator(s) before it" if at else ""))
-    plan.pool = {"dims": dims, "in_shape": list(in_shape), "pool_shape": list(pool_shape), "kernel": kernel,
-                 "stride": stride, "padding": padding, "dilation": dilation, "count_include_pad": count_include_pad}
+    plan = Plan(
+        "pool",
+        b.nodes[out]["shape"],
+        row_op=op,
+        scalars=dict(b.scalars),
+        describe=f"one {op.replace('_', ' ')} kernel ({window} windows)"
+        + (f" with {at} fused operator(s) before it" if at else ""),
+    )
+    plan.pool = {
+        "dims": dims,
+        "in_shape": list(in_shape),
+        "pool_shape": list(pool_shape),
+        "kernel": kernel,
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "count_include_pad": count_include_pad,
+    }
     plan.prologue = prologue + [f"const float pre = {main_expr};"]
     operands = list(b.operands.values())
     read_first = [o for o in operands if "LOAD_" + o.name in " ".join(plan.prologue)]
@@ -683,8 +875,11 @@ def _normalization(plan, row, builder, out):
     keepdim = (row.get("kwargs") or {}).get("keepdim", row["args"][position] if len(row["args"]) > position else False)
     out_shape = builder.nodes[out]["shape"]
     everything = plan.outer == 1 and plan.inner == 1  # one number: it broadcasts whatever keepdim says
-    if plan.row_op not in ("sum", "mean", "max", "min", "norm") or not (keepdim or everything) \
-            or out_shape != plan.main.shape:
+    if (
+        plan.row_op not in ("sum", "mean", "max", "min", "norm")
+        or not (keepdim or everything)
+        or out_shape != plan.main.shape
+    ):
         raise Unsupported(f"{what}: only sum, mean, max, min or norm with keepdim=True, in the input's shape")
     plan.normalize = True
     plan.out_shape = list(out_shape)
@@ -698,8 +893,12 @@ def _input_transposes(analysis, nodes):
     out = {}
     for node in nodes:
         args = node["args"]
-        if node.get("target") != "getattr" or len(args) != 2 or args[1] not in ("T", "mT") \
-                or not isinstance(args[0], dict):
+        if (
+            node.get("target") != "getattr"
+            or len(args) != 2
+            or args[1] not in ("T", "mT")
+            or not isinstance(args[0], dict)
+        ):
             break
         source = by_name[args[0]["node"]]
         if source["op"] not in ("placeholder", "get_attr") or len(source["shape"] or []) != 2:
@@ -758,12 +957,24 @@ def _gemm_plan(analysis, nodes, transposes=None, prefix="t"):
     elif batch > 1 and len(weight.shape) != len(x_node["shape"]):
         raise Unsupported("broadcast batched matmul")
     m = math.prod(x_node["shape"][:-1]) // batch
-    b.values[first["name"]] = "acc" if bias is None else "(acc + LOAD_" + b.operand("param", bias, analysis["params"][bias]).name + ")"
+    b.values[first["name"]] = (
+        "acc" if bias is None else "(acc + LOAD_" + b.operand("param", bias, analysis["params"][bias]).name + ")"
+    )
     b.operands.pop(("input", x.ref), None)
     stop = _fuse_after(b, nodes, 1, "the matrix product")
     out, fused = _result_node(analysis, nodes, stop), (len(nodes) if stop is None else stop) - 1
-    plan = Plan("gemm", b.nodes[out]["shape"], main=x, weight=weight, transposed_b=transposed, m=m, n=n, k=k,
-                batch=batch, describe=f"GEMM ({m}x{k} by {k}x{n}) with {fused} operator(s) fused after it")
+    plan = Plan(
+        "gemm",
+        b.nodes[out]["shape"],
+        main=x,
+        weight=weight,
+        transposed_b=transposed,
+        m=m,
+        n=n,
+        k=k,
+        batch=batch,
+        describe=f"GEMM ({m}x{k} by {k}x{n}) with {fused} operator(s) fused after it",
+    )
     _finish(b, plan, out)
     for o in plan.operands:
         if math.prod(o.shape) not in (1, n) or (o.shape and o.shape[-1] != n and math.prod(o.shape) != 1):
@@ -800,14 +1011,28 @@ def _conv_plan(analysis, nodes, prefix="t"):
     b.values[first["name"]] = value
     stop = _fuse_after(b, nodes, 1, first["target"])
     out, fused = _result_node(analysis, nodes, stop), (len(nodes) if stop is None else stop) - 1
-    conv = {"transposed": transposed, "dims": dims, "in_shape": list(x_node["shape"]), "w_shape": list(weight.shape),
-            "conv_shape": list(out_shape), "stride": _per_dim(attrs.get("stride", 1), dims),
-            "padding": _per_dim(attrs.get("padding", 0), dims), "dilation": _per_dim(attrs.get("dilation", 1), dims),
-            "output_padding": _per_dim(attrs.get("output_padding", 0), dims), "groups": int(attrs.get("groups", 1))}
-    plan = Plan("conv", b.nodes[out]["shape"], main=x, weight=weight, conv=conv,
-                describe=f"{first['target']} ({'x'.join(map(str, x_node['shape']))} -> "
-                         f"{'x'.join(map(str, out_shape))}) with {fused + (bias is not None)} operator(s) "
-                         "fused after it")
+    conv = {
+        "transposed": transposed,
+        "dims": dims,
+        "in_shape": list(x_node["shape"]),
+        "w_shape": list(weight.shape),
+        "conv_shape": list(out_shape),
+        "stride": _per_dim(attrs.get("stride", 1), dims),
+        "padding": _per_dim(attrs.get("padding", 0), dims),
+        "dilation": _per_dim(attrs.get("dilation", 1), dims),
+        "output_padding": _per_dim(attrs.get("output_padding", 0), dims),
+        "groups": int(attrs.get("groups", 1)),
+    }
+    plan = Plan(
+        "conv",
+        b.nodes[out]["shape"],
+        main=x,
+        weight=weight,
+        conv=conv,
+        describe=f"{first['target']} ({'x'.join(map(str, x_node['shape']))} -> "
+        f"{'x'.join(map(str, out_shape))}) with {fused + (bias is not None)} operator(s) "
+        "fused after it",
+    )
     _finish(b, plan, out)
     if list(plan.out_shape) != list(out_shape):
         raise Unsupported(f"an epilogue that changes the shape {out_shape} of the convolution's output")

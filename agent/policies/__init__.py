@@ -1,4 +1,5 @@
 """Policy back-ends, by name: openai (any OpenAI-compatible endpoint), vllm (in-process), transformers, heuristic."""
+
 import importlib
 
 from agent.policies.base import Action, ContextTooLong, Policy, PolicyError, PolicyUnavailable, Task

@@ -1,4 +1,5 @@
 """The Policy interface: a policy sees the episode's messages and tool schemas and answers with an Action."""
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ class ContextTooLong(PolicyError):
 @dataclass
 class Task:
     """What a policy is told at the start of an episode, besides the messages."""
+
     problem_name: str
     problem_source: str
     device: str
@@ -31,6 +33,7 @@ class Task:
 @dataclass
 class Action:
     """A policy's answer to one turn: its reasoning and the tool calls to run, with token data when it has them."""
+
     thought: str = ""
     tool_calls: list = field(default_factory=list)
     finish_reason: str = ""
@@ -48,6 +51,7 @@ class Policy:
     (system, task, then the assistant/tool exchange so far, condensed when long) and tool schemas, then
     observe(turn) with the turn's full record (observations and verdicts as data), and close() at the end.
     """
+
     name = "policy"
     model = ""
 
@@ -74,11 +78,15 @@ def call_from_json(name, arguments, call_id=""):
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:
-        return ToolCall(name=name, id=call_id, error=f"the arguments of {name} are not valid JSON ({exc.msg} at "
-                                                     f"character {exc.pos}): {text[:300]!r}")
+        return ToolCall(
+            name=name,
+            id=call_id,
+            error=f"the arguments of {name} are not valid JSON ({exc.msg} at character {exc.pos}): {text[:300]!r}",
+        )
     if not isinstance(parsed, dict):
-        return ToolCall(name=name, id=call_id,
-                        error=f"the arguments of {name} must be a JSON object, not {text[:100]!r}")
+        return ToolCall(
+            name=name, id=call_id, error=f"the arguments of {name} must be a JSON object, not {text[:100]!r}"
+        )
     return ToolCall(name=name, arguments=parsed, id=call_id)
 
 
@@ -94,12 +102,22 @@ def parse_tool_calls(text):
         try:
             data = json.loads(body)
         except json.JSONDecodeError as exc:
-            calls.append(ToolCall(name="", id=f"call_{index}", error=f"a <tool_call> block is not valid JSON "
-                                                                      f"({exc.msg}): {body[:300]!r}"))
+            calls.append(
+                ToolCall(
+                    name="",
+                    id=f"call_{index}",
+                    error=f"a <tool_call> block is not valid JSON ({exc.msg}): {body[:300]!r}",
+                )
+            )
             continue
         if not isinstance(data, dict):
-            calls.append(ToolCall(name="", id=f"call_{index}", error=f"a <tool_call> block must hold a JSON object "
-                                                                      f"with name and arguments: {body[:200]!r}"))
+            calls.append(
+                ToolCall(
+                    name="",
+                    id=f"call_{index}",
+                    error=f"a <tool_call> block must hold a JSON object with name and arguments: {body[:200]!r}",
+                )
+            )
             continue
         calls.append(call_from_json(data.get("name"), data.get("arguments", {}), f"call_{index}"))
     content = TOOL_CALL.sub("", text).strip()
@@ -111,9 +129,13 @@ def template_messages(messages):
     out = []
     for message in messages:
         if message.get("tool_calls"):
-            message = {**message, "tool_calls": [
-                {**tc, "function": {**tc["function"], "arguments": _as_dict(tc["function"].get("arguments"))}}
-                for tc in message["tool_calls"]]}
+            message = {
+                **message,
+                "tool_calls": [
+                    {**tc, "function": {**tc["function"], "arguments": _as_dict(tc["function"].get("arguments"))}}
+                    for tc in message["tool_calls"]
+                ],
+            }
         out.append(message)
     return out
 
@@ -130,8 +152,10 @@ def _as_dict(arguments):
 def require(module, extra):
     """Import MODULE (a policy's optional back-end) or raise PolicyUnavailable naming the extra to install."""
     import importlib
+
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise PolicyUnavailable(f"this policy needs the {module!r} package ({exc}): "
-                                f"pip install 'kernel-studio[{extra}]'") from None
+        raise PolicyUnavailable(
+            f"this policy needs the {module!r} package ({exc}): pip install 'kernel-studio[{extra}]'"
+        ) from None

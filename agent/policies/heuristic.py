@@ -6,6 +6,7 @@ compile -> verify -> tune the block size by measuring (CUDA) -> submit the faste
 When it cannot plan a problem it says which operator stopped it and submits nothing: it never writes a
 PyTorch fallback.
 """
+
 import json
 import re
 
@@ -54,8 +55,10 @@ class HeuristicPolicy(Policy):
     # -- the states -------------------------------------------------------------------------------------------
     def _analyze(self):
         self.state = "write"
-        return Action(thought="Read the problem's graph (shapes and operators) to decide what to fuse.",
-                      tool_calls=[ToolCall("bash", {"command": "python -m agent.heuristic.analyze problem.py"})])
+        return Action(
+            thought="Read the problem's graph (shapes and operators) to decide what to fuse.",
+            tool_calls=[ToolCall("bash", {"command": "python -m agent.heuristic.analyze problem.py"})],
+        )
 
     def _write(self):
         match = re.search(r"^ANALYSIS (.*)$", self.last_observation, re.MULTILINE)
@@ -72,10 +75,15 @@ class HeuristicPolicy(Policy):
         # A graph too large for one observation: read its file back, READ_LINES lines a call, in one turn.
         path, count = match.group(1), int(match.group(2))
         self.state = "read"
-        return Action(thought=f"The graph is too large to print: read {path} back ({count} lines).",
-                      tool_calls=[ToolCall("read_file", {"path": path, "start_line": first,
-                                                         "end_line": min(count, first + READ_LINES - 1)})
-                                  for first in range(1, count + 1, READ_LINES)])
+        return Action(
+            thought=f"The graph is too large to print: read {path} back ({count} lines).",
+            tool_calls=[
+                ToolCall(
+                    "read_file", {"path": path, "start_line": first, "end_line": min(count, first + READ_LINES - 1)}
+                )
+                for first in range(1, count + 1, READ_LINES)
+            ],
+        )
 
     def _read(self):
         # Each observation is a header line, then the lines asked for; joined, the lines are the JSON.
@@ -97,39 +105,64 @@ class HeuristicPolicy(Policy):
             self.pending = []
         files = workspace_files(self.plan, self.task.device, self.task.problem_source, self.block)
         calls = [ToolCall("write_file", {"path": path, "content": text}) for path, text in sorted(files.items())]
-        return Action(thought=f"Plan: {self.plan.describe}. Write the kernel, the binding and ModelNew, then compile.",
-                      tool_calls=calls + [ToolCall("compile", {})])
+        return Action(
+            thought=f"Plan: {self.plan.describe}. Write the kernel, the binding and ModelNew, then compile.",
+            tool_calls=calls + [ToolCall("compile", {})],
+        )
 
     def _verify(self):
         self.state = "judge"
-        return Action(thought=f"Verify the version with {self.block} threads per block against the reference and time it.",
-                      tool_calls=[ToolCall("verify", {})])
+        return Action(
+            thought=f"Verify the version with {self.block} threads per block against the reference and time it.",
+            tool_calls=[ToolCall("verify", {})],
+        )
 
     def _judge(self):
         verdict = self.last_verdict or {}
         if verdict.get("status") != "ok":
             if not self.results:
-                raise CannotOptimize(f"the generated kernel did not verify ({verdict.get('status')}): "
-                                     f"{(verdict.get('log') or self.last_observation)[-1500:]}")
+                raise CannotOptimize(
+                    f"the generated kernel did not verify ({verdict.get('status')}): "
+                    f"{(verdict.get('log') or self.last_observation)[-1500:]}"
+                )
         else:
             self.results[self.block] = verdict["runtime_ms"]
         if self.pending:
             previous, self.block = self.block, self.pending.pop(0)
             self.state = "judge"
-            return Action(thought=f"Measure {self.block} threads per block against {previous}.",
-                          tool_calls=[ToolCall("edit_file", {"path": "kernels/fused.cu", "old_string":
-                                                             f"#define BLOCK {previous}\n",
-                                                             "new_string": f"#define BLOCK {self.block}\n"}),
-                                      ToolCall("verify", {})])
+            return Action(
+                thought=f"Measure {self.block} threads per block against {previous}.",
+                tool_calls=[
+                    ToolCall(
+                        "edit_file",
+                        {
+                            "path": "kernels/fused.cu",
+                            "old_string": f"#define BLOCK {previous}\n",
+                            "new_string": f"#define BLOCK {self.block}\n",
+                        },
+                    ),
+                    ToolCall("verify", {}),
+                ],
+            )
         best = min(self.results, key=self.results.get)
         calls = []
         if best != self.block:
-            calls.append(ToolCall("edit_file", {"path": "kernels/fused.cu", "old_string": f"#define BLOCK {self.block}\n",
-                                                "new_string": f"#define BLOCK {best}\n"}))
+            calls.append(
+                ToolCall(
+                    "edit_file",
+                    {
+                        "path": "kernels/fused.cu",
+                        "old_string": f"#define BLOCK {self.block}\n",
+                        "new_string": f"#define BLOCK {best}\n",
+                    },
+                )
+            )
         timings = ", ".join(f"{b} threads: {ms:.4f} ms" for b, ms in sorted(self.results.items()))
         self.state = "done"
-        return Action(thought=f"Keep the fastest verified variant ({timings or 'one variant'}) and submit.",
-                      tool_calls=calls + [ToolCall("submit", {"summary": self.plan.describe})])
+        return Action(
+            thought=f"Keep the fastest verified variant ({timings or 'one variant'}) and submit.",
+            tool_calls=calls + [ToolCall("submit", {"summary": self.plan.describe})],
+        )
 
     def _done(self):
         raise CannotOptimize("the episode continued after submit")

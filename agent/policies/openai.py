@@ -6,12 +6,20 @@ KS_POLICY_MODEL, KS_POLICY_API_KEY or OPENAI_API_KEY). The fields vLLM adds for 
 token ids) are read from the answer's extra fields; servers that do not parse tool calls (no tool-call parser
 for the model) have Hermes-style `<tool_call>` blocks read from the reply's text instead.
 """
+
 import json
 import os
 import re
 
-from agent.policies.base import (Action, ContextTooLong, Policy, PolicyError, PolicyUnavailable, call_from_json,
-                                 parse_tool_calls)
+from agent.policies.base import (
+    Action,
+    ContextTooLong,
+    Policy,
+    PolicyError,
+    PolicyUnavailable,
+    call_from_json,
+    parse_tool_calls,
+)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 # How servers word "the prompt is longer than the context" (vLLM, SGLang, OpenAI, agent.serve).
@@ -24,16 +32,28 @@ def _client_class():
     try:
         import openai
     except ImportError as exc:  # the SDK is a dependency; a broken environment gets told how to mend it
-        raise PolicyUnavailable("the openai policy needs the `openai` package: pip install -e . (it is a "
-                                "dependency of kernel-studio)") from exc
+        raise PolicyUnavailable(
+            "the openai policy needs the `openai` package: pip install -e . (it is a dependency of kernel-studio)"
+        ) from exc
     return openai
 
 
 class OpenAIPolicy(Policy):
     name = "openai"
 
-    def __init__(self, model=None, base_url=None, api_key=None, temperature=0.7, max_tokens=4096, timeout_s=600.0,
-                 retries=5, backoff_s=1.0, token_ids=False, extra_body=None):
+    def __init__(
+        self,
+        model=None,
+        base_url=None,
+        api_key=None,
+        temperature=0.7,
+        max_tokens=4096,
+        timeout_s=600.0,
+        retries=5,
+        backoff_s=1.0,
+        token_ids=False,
+        extra_body=None,
+    ):
         self.base_url = (base_url or os.environ.get("KS_POLICY_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.model = model or os.environ.get("KS_POLICY_MODEL") or ""
         self.api_key = api_key or os.environ.get("KS_POLICY_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
@@ -58,8 +78,12 @@ class OpenAIPolicy(Policy):
                     return base if retry_after is not None else base * backoff / 0.5
 
             # A key is required by the SDK even where the server wants none (vLLM without --api-key, agent.serve).
-            self._client = Client(base_url=self.base_url, api_key=self.api_key or "EMPTY", timeout=self.timeout_s,
-                                  max_retries=self.retries)
+            self._client = Client(
+                base_url=self.base_url,
+                api_key=self.api_key or "EMPTY",
+                timeout=self.timeout_s,
+                max_retries=self.retries,
+            )
         return self._client
 
     def act(self, messages, tools):
@@ -68,10 +92,18 @@ class OpenAIPolicy(Policy):
         extra = dict(self.extra_body)
         if self.token_ids:
             extra.update(return_token_ids=True)
-        answer = self._call(self.client.chat.completions.create, "/chat/completions", model=self.model,
-                            messages=messages, tools=tools, tool_choice="auto", temperature=self.temperature,
-                            max_tokens=self.max_tokens, logprobs=True if self.token_ids else None,
-                            extra_body=extra or None)
+        answer = self._call(
+            self.client.chat.completions.create,
+            "/chat/completions",
+            model=self.model,
+            messages=messages,
+            tools=tools,
+            tool_choice="auto",
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            logprobs=True if self.token_ids else None,
+            extra_body=extra or None,
+        )
         return parse_completion(answer.model_dump())
 
     def served_model(self):
@@ -114,18 +146,23 @@ def _error_detail(exc):
 
 def _http_error(url, code, detail):
     if code in (400, 422) and "return_token_ids" in detail:
-        return PolicyUnavailable(f"{url} does not return token ids (HTTP {code}: {detail}); vLLM does. Serve the "
-                                 f"policy with vLLM for training, or run without --token-ids")
+        return PolicyUnavailable(
+            f"{url} does not return token ids (HTTP {code}: {detail}); vLLM does. Serve the "
+            f"policy with vLLM for training, or run without --token-ids"
+        )
     if code == 400 and any(word in detail.lower() for word in CONTEXT_WORDS):
         return ContextTooLong(detail)
     if code in (401, 403):
         return PolicyUnavailable(f"{url} refused the request (HTTP {code}: {detail}): set KS_POLICY_API_KEY")
     if code == 404:
-        return PolicyUnavailable(f"{url} answered 404 ({detail}): check --base-url (it usually ends in /v1) "
-                                 f"and --model")
+        return PolicyUnavailable(
+            f"{url} answered 404 ({detail}): check --base-url (it usually ends in /v1) and --model"
+        )
     if code >= 500 or code in (408, 409, 429):
-        return PolicyUnavailable(f"{url} kept answering HTTP {code} ({detail}) after every retry: the server is "
-                                 f"overloaded or failing; check its log")
+        return PolicyUnavailable(
+            f"{url} kept answering HTTP {code} ({detail}) after every retry: the server is "
+            f"overloaded or failing; check its log"
+        )
     return PolicyError(f"{url} answered HTTP {code}: {detail}")
 
 
@@ -150,8 +187,13 @@ def parse_completion(data):
         content, calls = parse_tool_calls(text)
     usage = data.get("usage") or {}
     logprobs = (choice.get("logprobs") or {}).get("content")
-    return Action(thought="\n\n".join(part for part in (reasoning.strip(), content.strip()) if part),
-                  tool_calls=calls, finish_reason=finish_reason,
-                  prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                  prompt_token_ids=data.get("prompt_token_ids"), response_token_ids=choice.get("token_ids"),
-                  response_logprobs=[entry["logprob"] for entry in logprobs] if logprobs else None)
+    return Action(
+        thought="\n\n".join(part for part in (reasoning.strip(), content.strip()) if part),
+        tool_calls=calls,
+        finish_reason=finish_reason,
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        prompt_token_ids=data.get("prompt_token_ids"),
+        response_token_ids=choice.get("token_ids"),
+        response_logprobs=[entry["logprob"] for entry in logprobs] if logprobs else None,
+    )

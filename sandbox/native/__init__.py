@@ -9,6 +9,7 @@ binding sees them, through a precompiled header built once per worker; kernels c
 in parallel under ninja; the result is cached by a hash of sources, flags, compiler, torch and GPU arch.
 KernelBench-style solutions' load_inline goes through the same kind of precompiled header (sandbox/native/inline.py).
 """
+
 from sandbox.native.build import BuildResult, build_workspace, load_extension, workspace_key
 
 __all__ = ["BuildResult", "build_workspace", "load_extension", "workspace_key"]

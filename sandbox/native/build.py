@@ -1,4 +1,5 @@
 """Building a native workspace: the ninja file, the precompiled torch header, the content-hash cache."""
+
 import fcntl
 import functools
 import hashlib
@@ -37,8 +38,9 @@ def workspace_files(workspace):
     """{relative path: bytes} of everything that is compiled: binding.cpp and kernels/**."""
     workspace = Path(workspace)
     if not (workspace / "binding.cpp").is_file():
-        raise BuildError(f"{workspace} has no binding.cpp: a native workspace needs binding.cpp, "
-                         f"kernels/ and model_new.py")
+        raise BuildError(
+            f"{workspace} has no binding.cpp: a native workspace needs binding.cpp, kernels/ and model_new.py"
+        )
     files = {"binding.cpp": (workspace / "binding.cpp").read_bytes()}
     kernels = workspace / "kernels"
     if kernels.is_dir():
@@ -64,8 +66,12 @@ def _first_line(argv):
 def _cuda_arch():
     # nvidia-smi rather than torch.cuda: the worker's parent process must never initialize CUDA.
     try:
-        caps = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30).stdout.split()
+        caps = subprocess.run(
+            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
         if caps:
             return caps[0].replace(".", "")
     except (OSError, subprocess.TimeoutExpired):
@@ -91,6 +97,7 @@ def _cudnn_include(cuda_home):
     """The folder of cudnn.h, or None: the one torch's wheels carry (nvidia/cudnn), else the toolkit's or the
     system's. Kernels include it and open the library itself at run time, as cuBLAS is linked."""
     import site
+
     roots = []
     for base in site.getsitepackages() + [site.getusersitepackages()]:
         roots += sorted(Path(base).glob("nvidia/cudnn")) + sorted(Path(base).glob("nvidia/cu*"))
@@ -110,36 +117,64 @@ def toolchain(device):
     costs seconds on a cold machine; only classic bindings need it (classic_flags).
     """
     import torch
+
     cuda = device == "cuda"
     root = Path(torch.__file__).resolve().parent
     cxx = os.environ.get("CXX", "g++")
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    includes = [str(root / "include"), str(root / "include" / "torch" / "csrc" / "api" / "include"),
-                sysconfig.get_paths()["include"]]
+    includes = [
+        str(root / "include"),
+        str(root / "include" / "torch" / "csrc" / "api" / "include"),
+        sysconfig.get_paths()["include"],
+    ]
     common = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w"] + (["-DKS_CUDA"] if cuda else [])
     lib = str(root / "lib")
     # -Bsymbolic: an extension's calls into its own kernels bind to them, never to a same-named function of
     # another extension loaded earlier into the process.
     ldflags = ["-shared", "-Wl,-Bsymbolic", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
-    tc = {"device": device, "cxx": cxx, "cxx_version": _first_line([cxx, "--version"]), "torch": torch.__version__,
-          # The stable ABI binding sees only torch's small C shim headers: it compiles in about a second.
-          "stable_flags": common + [f"-I{p}" for p in includes],
-          # A classic binding (torch/extension.h, pybind11) goes through the precompiled header.
-          "classic_flags": common + ["-DTORCH_API_INCLUDE_EXTENSION_H"] + [f"-I{p}" for p in includes],
-          "classic_libs": ["-ltorch", "-ltorch_python"], "ldflags": ldflags,
-          "python": sysconfig.get_config_var("EXT_SUFFIX")}
+    tc = {
+        "device": device,
+        "cxx": cxx,
+        "cxx_version": _first_line([cxx, "--version"]),
+        "torch": torch.__version__,
+        # The stable ABI binding sees only torch's small C shim headers: it compiles in about a second.
+        "stable_flags": common + [f"-I{p}" for p in includes],
+        # A classic binding (torch/extension.h, pybind11) goes through the precompiled header.
+        "classic_flags": common + ["-DTORCH_API_INCLUDE_EXTENSION_H"] + [f"-I{p}" for p in includes],
+        "classic_libs": ["-ltorch", "-ltorch_python"],
+        "ldflags": ldflags,
+        "python": sysconfig.get_config_var("EXT_SUFFIX"),
+    }
     if cuda:
         cuda_home = _cuda_home()
         nvcc = os.path.join(cuda_home, "bin", "nvcc")
         arch = _cuda_arch()
-        tc.update(nvcc=nvcc, nvcc_version=_first_line([nvcc, "--version"]), arch=arch,
-                  kernel_flags=["-O3", "-std=c++17", "-lineinfo", f"-gencode=arch=compute_{arch},code=sm_{arch}",
-                                "--compiler-options", "-fPIC", "-Ikernels"])
+        tc.update(
+            nvcc=nvcc,
+            nvcc_version=_first_line([nvcc, "--version"]),
+            arch=arch,
+            kernel_flags=[
+                "-O3",
+                "-std=c++17",
+                "-lineinfo",
+                f"-gencode=arch=compute_{arch},code=sm_{arch}",
+                "--compiler-options",
+                "-fPIC",
+                "-Ikernels",
+            ],
+        )
         # USE_CUDA exposes the shim's CUDA entry points (aoti_torch_get_current_cuda_stream).
         tc["stable_flags"] = tc["stable_flags"] + ["-DUSE_CUDA", f"-I{cuda_home}/include"]
         tc["classic_flags"] = tc["classic_flags"] + [f"-I{cuda_home}/include"]
-        tc["ldflags"] = ldflags + ["-lc10_cuda", "-ltorch_cuda", f"-L{cuda_home}/lib64", f"-Wl,-rpath,{cuda_home}/lib64",
-                                   "-lcudart", "-lcublas", "-lcublasLt"]
+        tc["ldflags"] = ldflags + [
+            "-lc10_cuda",
+            "-ltorch_cuda",
+            f"-L{cuda_home}/lib64",
+            f"-Wl,-rpath,{cuda_home}/lib64",
+            "-lcudart",
+            "-lcublas",
+            "-lcublasLt",
+        ]
         cudnn = _cudnn_include(cuda_home)
         if cudnn:
             # Headers only: kernels open cuDNN at run time from the folder of the one torch loaded.
@@ -148,15 +183,32 @@ def toolchain(device):
         try:  # OpenBLAS for GEMMs: <cblas.h> declares its functions prefixed (scipy_cblas_sgemm)
             import scipy_openblas32 as blas
         except ImportError:
-            raise BuildError("the CPU target links OpenBLAS from the scipy-openblas32 wheel, which is not installed: "
-                             "pip install scipy-openblas32 (a dependency of kernel-studio)") from None
+            raise BuildError(
+                "the CPU target links OpenBLAS from the scipy-openblas32 wheel, which is not installed: "
+                "pip install scipy-openblas32 (a dependency of kernel-studio)"
+            ) from None
         # No errno from libm: lets the vectorizer call glibc's SIMD math (expf, logf, ...) in omp simd loops.
-        tc.update(kernel_flags=["-O3", "-std=c++17", "-fPIC", "-march=native", "-fopenmp", "-fno-math-errno",
-                                "-fno-trapping-math", "-Ikernels", f"-I{blas.get_include_dir()}"],
-                  blas=f"scipy-openblas32 {blas.__version__}")
+        tc.update(
+            kernel_flags=[
+                "-O3",
+                "-std=c++17",
+                "-fPIC",
+                "-march=native",
+                "-fopenmp",
+                "-fno-math-errno",
+                "-fno-trapping-math",
+                "-Ikernels",
+                f"-I{blas.get_include_dir()}",
+            ],
+            blas=f"scipy-openblas32 {blas.__version__}",
+        )
         # The rpath lets a jailed solution find OpenBLAS: it sees the Python installation and its packages.
-        tc["ldflags"] = ldflags + ["-fopenmp", f"-L{blas.get_lib_dir()}", f"-Wl,-rpath,{blas.get_lib_dir()}",
-                                   f"-l{blas.get_library()}"]
+        tc["ldflags"] = ldflags + [
+            "-fopenmp",
+            f"-L{blas.get_lib_dir()}",
+            f"-Wl,-rpath,{blas.get_lib_dir()}",
+            f"-l{blas.get_library()}",
+        ]
     return tc
 
 
@@ -164,6 +216,7 @@ def toolchain(device):
 def classic_flags(device):
     """Flags of a classic (pybind11) binding: torch's pybind ABI flags come from cpp_extension."""
     import torch.utils.cpp_extension as ce
+
     return toolchain(device)["classic_flags"] + ce._get_pybind11_abi_build_flags()
 
 
@@ -211,8 +264,9 @@ def precompiled_header(cxx, cxx_version, flags, build=True):
         if not gch.exists():
             shutil.copy(PCH_HEADER, header)
             tmp = folder / f".ks_torch.h.gch.{os.getpid()}"
-            proc = subprocess.run([cxx, "-x", "c++-header", *flags, str(header), "-o", str(tmp)],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [cxx, "-x", "c++-header", *flags, str(header), "-o", str(tmp)], capture_output=True, text=True
+            )
             if proc.returncode:
                 raise BuildError("building the precompiled torch header failed", proc.stdout + proc.stderr)
             os.replace(tmp, gch)
@@ -236,11 +290,13 @@ def _open_up(path):
 def _ninja(tc, files, module_name, style):
     flags = tc["stable_flags"] if style == "stable" else classic_flags(tc["device"])
     libs = tc["ldflags"] + ([] if style == "stable" else tc["classic_libs"])
-    rules = ["ninja_required_version = 1.3",
-             f"rule cxx\n  command = {tc['cxx']} -MMD -MF $out.d {' '.join(flags)} -DKS_NAMESPACE={module_name} "
-             f"-c $in -o $out\n  depfile = $out.d",
-             f"rule kcxx\n  command = {tc['cxx']} {' '.join(tc['kernel_flags'])} -c $in -o $out",
-             f"rule link\n  command = {tc['cxx']} $in {' '.join(libs)} -o $out"]
+    rules = [
+        "ninja_required_version = 1.3",
+        f"rule cxx\n  command = {tc['cxx']} -MMD -MF $out.d {' '.join(flags)} -DKS_NAMESPACE={module_name} "
+        f"-c $in -o $out\n  depfile = $out.d",
+        f"rule kcxx\n  command = {tc['cxx']} {' '.join(tc['kernel_flags'])} -c $in -o $out",
+        f"rule link\n  command = {tc['cxx']} $in {' '.join(libs)} -o $out",
+    ]
     if "nvcc" in tc:
         rules.append(f"rule nvcc\n  command = {tc['nvcc']} {' '.join(tc['kernel_flags'])} -c $in -o $out")
     objects, lines = [], []
@@ -370,6 +426,7 @@ def import_library(library, module_name):
     if module_name in _loaded:
         return _loaded[module_name]
     import torch
+
     if not _exports_python_module(library, module_name):
         torch.ops.load_library(str(library))
         _loaded[module_name] = getattr(torch.ops, module_name)
@@ -384,6 +441,7 @@ def import_library(library, module_name):
 
 def _exports_python_module(library, module_name):
     import ctypes
+
     try:
         ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)[f"PyInit_{module_name}"]
         return True
@@ -397,6 +455,7 @@ def load_extension(path, device=None):
     The device defaults to the evaluation's (KS_DEVICE, set by the harness), else what the sources imply.
     """
     import torch  # noqa: F401 -- libtorch must be loaded before the extension resolves its symbols
+
     workspace = Path(path).resolve()
     workspace = workspace if workspace.is_dir() else workspace.parent
     result = build_workspace(workspace, device or os.environ.get("KS_DEVICE") or None)

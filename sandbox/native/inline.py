@@ -13,6 +13,7 @@ What it cannot honour (SYCL, HIP, Windows, `build_directory`, standalone executa
 goes to torch's own function, with the reason logged and recorded in `BUILDS`. `.cu` sources still see torch's
 headers in nvcc, as load_inline compiles them.
 """
+
 import functools
 import hashlib
 import inspect
@@ -37,11 +38,35 @@ log = logging.getLogger(__name__)
 # Marks on stderr: the harness reads them to say which stage ran out of time.
 BUILDING, BUILT = "[sandbox] building extension", "[sandbox] built extension"
 # load_inline's and load's arguments this module honours; any other one with a value of its own goes to torch.
-INLINE_OPTIONS = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
-                  "extra_ldflags", "extra_include_paths", "verbose", "with_cuda", "is_python_module",
-                  "with_pytorch_error_handling", "keep_intermediates", "use_pch", "no_implicit_headers"}
-LOAD_OPTIONS = {"name", "sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths",
-                "verbose", "with_cuda", "is_python_module", "keep_intermediates"}
+INLINE_OPTIONS = {
+    "name",
+    "cpp_sources",
+    "cuda_sources",
+    "functions",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "verbose",
+    "with_cuda",
+    "is_python_module",
+    "with_pytorch_error_handling",
+    "keep_intermediates",
+    "use_pch",
+    "no_implicit_headers",
+}
+LOAD_OPTIONS = {
+    "name",
+    "sources",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "verbose",
+    "with_cuda",
+    "is_python_module",
+    "keep_intermediates",
+}
 # User C flags a precompiled header can be shared under: optimization levels only (any -O1..3 defines __OPTIMIZE__
 # and nothing else a header sees). Other flags get no precompiled header: they may change what it would hold, and
 # flags chosen by solution code are never run outside the jail.
@@ -74,6 +99,7 @@ class ExtensionBuild:
 def install():
     """Route torch.utils.cpp_extension.load_inline and load through this module (once per process)."""
     import torch.utils.cpp_extension as ce
+
     if _REAL:
         return
     _REAL.update(load_inline=ce.load_inline, load=ce.load)
@@ -109,6 +135,7 @@ def load(*args, **kwargs):
 
 def _torch():
     import torch.utils.cpp_extension as ce
+
     return ce
 
 
@@ -161,8 +188,10 @@ def inline_files(options, origin):
         elif not isinstance(functions, dict):
             raise ValueError(f"Expected 'functions' to be a list or dict, but was {type(functions)}")
         wrap = "torch::wrap_pybind_function({0})" if options.get("with_pytorch_error_handling", True) else "{0}"
-        lines += ['#line 1 "<the pybind11 module load_inline generates for functions=>"',
-                  "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"]
+        lines += [
+            '#line 1 "<the pybind11 module load_inline generates for functions=>"',
+            "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {",
+        ]
         lines += [f'm.def("{name}", {wrap.format(name)}, "{doc}");' for name, doc in functions.items()] + ["}"]
     files = {"main.cpp": "\n".join(lines)}
     if cuda:
@@ -258,8 +287,11 @@ def _build(name, files, options):
             if why:
                 log.info("extension %r is compiled without the precompiled torch header: %s", module_name, why)
             (scratch / "build.ninja").write_text(ninja)
-            print(f"{BUILDING} '{module_name}' ({'C++ through the precompiled torch header' if pch else 'full'})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{BUILDING} '{module_name}' ({'C++ through the precompiled torch header' if pch else 'full'})",
+                file=sys.stderr,
+                flush=True,
+            )
             _run_ninja(scratch, module_name, options.get("verbose"))
             store(scratch / f"{module_name}{ce.LIB_EXT}", library)
     finally:
@@ -284,13 +316,28 @@ def _call(function, **kwargs):
 def _torch_ninja(folder, name, sources, options, with_cuda):
     """The build.ninja torch writes for this call (its flags, compilers and rules), as text."""
     ce = _torch()
-    ldflags = _call(ce._prepare_ldflags, extra_ldflags=list(options.get("extra_ldflags") or []), with_cuda=with_cuda,
-                    with_sycl=False, verbose=bool(options.get("verbose")), is_standalone=False)
-    _call(ce._write_ninja_file_to_build_library, path=str(folder / "build.ninja"), name=name,
-          sources=[str(s) for s in sources], extra_cflags=list(options.get("extra_cflags") or []),
-          extra_cuda_cflags=list(options.get("extra_cuda_cflags") or []), extra_sycl_cflags=[],
-          extra_ldflags=ldflags, extra_include_paths=list(options.get("extra_include_paths") or []),
-          with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+    ldflags = _call(
+        ce._prepare_ldflags,
+        extra_ldflags=list(options.get("extra_ldflags") or []),
+        with_cuda=with_cuda,
+        with_sycl=False,
+        verbose=bool(options.get("verbose")),
+        is_standalone=False,
+    )
+    _call(
+        ce._write_ninja_file_to_build_library,
+        path=str(folder / "build.ninja"),
+        name=name,
+        sources=[str(s) for s in sources],
+        extra_cflags=list(options.get("extra_cflags") or []),
+        extra_cuda_cflags=list(options.get("extra_cuda_cflags") or []),
+        extra_sycl_cflags=[],
+        extra_ldflags=ldflags,
+        extra_include_paths=list(options.get("extra_include_paths") or []),
+        with_cuda=with_cuda,
+        with_sycl=False,
+        is_standalone=False,
+    )
     return (folder / "build.ninja").read_text()
 
 
@@ -306,6 +353,7 @@ def _key(ninja, scratch, texts, sources, options, with_cuda):
     """What the library depends on: torch's build file (flags, compilers), the sources and the headers beside the
     user's own files, the compilers' versions, torch's."""
     import torch
+
     variables = _variables(ninja)
     compilers = [_first_line([variables.get("cxx", "c++"), "--version"])]
     if with_cuda:
@@ -317,10 +365,15 @@ def _key(ninja, scratch, texts, sources, options, with_cuda):
         for path in sorted(folder.glob("*")) if folder.is_dir() else []:
             if path.suffix in HEADER_SUFFIXES and path.is_file():
                 headers[str(path)] = path.read_bytes()
-    return _digest("ks-inline-1", ninja.replace(str(scratch), "@"), {k.replace(str(scratch), "@"): v
-                                                                     for k, v in texts.items()},
-                   {k: hashlib.sha256(v).hexdigest() for k, v in headers.items()}, compilers, torch.__version__,
-                   bool(options.get("is_python_module", True)))
+    return _digest(
+        "ks-inline-1",
+        ninja.replace(str(scratch), "@"),
+        {k.replace(str(scratch), "@"): v for k, v in texts.items()},
+        {k: hashlib.sha256(v).hexdigest() for k, v in headers.items()},
+        compilers,
+        torch.__version__,
+        bool(options.get("is_python_module", True)),
+    )
 
 
 def _versioned(name, key):
@@ -394,6 +447,7 @@ def prepare_headers(source, path, device):
     solution code reaches a compiler outside the jail."""
     from sandbox.errors import PackagingError
     from sandbox.package.extract import inline_calls
+
     try:
         found = inline_calls(source.decode(errors="replace"), path)
         calls = {(bool(c.cuda_sources), tuple(c.extra_cflags)) for c in found}

@@ -8,6 +8,7 @@ against the original Model; a README with what was measured. Each package gets i
 The fakes are inferred from the solution run in a jail (sandbox.package.fakes); by default the built package is
 then installed into a fresh virtual environment and its own tests must pass (sandbox.package.verify).
 """
+
 import logging
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -71,15 +72,28 @@ def package_solution(problem, solution, out_dir, name=None, verdict=None, build_
             notes.append(f"no wheel: {why}")
     wheel = wheel_from_sdist(sdist, out_dir) if build_wheel else None
     log.info("packaged %s as %s%s", solution, sdist, f" and {wheel}" if wheel else "")
-    result = PackageResult(str(sdist), str(wheel) if wheel else None, plan.dist, plan.version, plan.module,
-                           plan.device, [f"{plan.module}::{op.full_name}" for op in plan.ops], notes)
+    result = PackageResult(
+        str(sdist),
+        str(wheel) if wheel else None,
+        plan.dist,
+        plan.version,
+        plan.module,
+        plan.device,
+        [f"{plan.module}::{op.full_name}" for op in plan.ops],
+        notes,
+    )
     if check and wheel is None:
         notes.append("not checked: the package's tests need the wheel, which was not built here")
     elif check:
         with tempfile.TemporaryDirectory(prefix="ks-check-") as tmp:
             checked = check_package(sdist, tmp, install=wheel)
-        result.check = {"ok": checked.ok, "installed": checked.installed, "seconds": checked.seconds,
-                        "failed": checked.failed, "passed": checked.passed}
+        result.check = {
+            "ok": checked.ok,
+            "installed": checked.installed,
+            "seconds": checked.seconds,
+            "failed": checked.failed,
+            "passed": checked.passed,
+        }
         if not checked.ok:
             raise PackageCheckFailed(checked, result)
     return result

@@ -1,5 +1,6 @@
 """Building a rendered package: the sdist through setuptools' PEP 517 hook, the wheel from that sdist with pip
 against the installed torch (--no-build-isolation)."""
+
 import os
 import subprocess
 import sys
@@ -30,8 +31,24 @@ def build_sdist(tree, out_dir):
 def build_wheel(sdist, out_dir):
     """Compile SDIST into a wheel in OUT_DIR, against this interpreter's torch; returns the wheel's path."""
     out_dir = Path(out_dir).resolve()
-    _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "--no-cache-dir",
-          "-q", "-w", str(out_dir), str(Path(sdist).resolve())], out_dir, "building the wheel")
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "-q",
+            "-w",
+            str(out_dir),
+            str(Path(sdist).resolve()),
+        ],
+        out_dir,
+        "building the wheel",
+    )
     stem = Path(sdist).name.removesuffix(".tar.gz")
     made = sorted(out_dir.glob(f"{stem}-*.whl"), key=lambda p: p.stat().st_mtime)
     if not made:
@@ -45,6 +62,7 @@ def wheel_buildable(device):
         return True, ""
     import torch
     from torch.utils.cpp_extension import CUDA_HOME
+
     if torch.version.cuda is None:
         return False, "this torch has no CUDA, so CUDA kernels cannot be compiled here (a GPU worker builds the wheel)"
     if CUDA_HOME is None:

@@ -1,4 +1,5 @@
 """The operators a C++ binding defines: library schemas, and pybind11 functions typed from their C++ signatures."""
+
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -14,22 +15,52 @@ _SPECIFIERS = {"static", "inline", "extern", '"C"', "constexpr", "TORCH_API", "_
 
 _TENSOR = {"torch::Tensor", "at::Tensor", "Tensor", "torch::stable::Tensor"}
 _SCALARS = {
-    **dict.fromkeys(["int", "long", "longlong", "int64_t", "int32_t", "std::int64_t", "std::int32_t", "size_t",
-                     "std::size_t", "unsigned", "unsignedint", "uint32_t", "uint64_t", "c10::SymInt"], "int"),
+    **dict.fromkeys(
+        [
+            "int",
+            "long",
+            "longlong",
+            "int64_t",
+            "int32_t",
+            "std::int64_t",
+            "std::int32_t",
+            "size_t",
+            "std::size_t",
+            "unsigned",
+            "unsignedint",
+            "uint32_t",
+            "uint64_t",
+            "c10::SymInt",
+        ],
+        "int",
+    ),
     **dict.fromkeys(["float", "double"], "float"),
     "bool": "bool",
     **dict.fromkeys(["std::string", "c10::string_view", "std::string_view"], "str"),
     **dict.fromkeys(["torch::Scalar", "at::Scalar", "c10::Scalar", "Scalar"], "torch.types.Number"),
 }
-_LISTS = {**dict.fromkeys(["at::IntArrayRef", "torch::IntArrayRef", "c10::IntArrayRef", "IntArrayRef"], "list[int]"),
-          **dict.fromkeys(["at::TensorList", "torch::TensorList", "TensorList"], "list[torch.Tensor]")}
+_LISTS = {
+    **dict.fromkeys(["at::IntArrayRef", "torch::IntArrayRef", "c10::IntArrayRef", "IntArrayRef"], "list[int]"),
+    **dict.fromkeys(["at::TensorList", "torch::TensorList", "TensorList"], "list[torch.Tensor]"),
+}
 _BUILTIN_WORDS = {"int", "long", "float", "double", "char", "short", "unsigned", "signed", "bool"}
 # The schema types torch.library gives these annotations, and how torch prints a parsed schema's types.
-_SCHEMA_OF = {"torch.Tensor": "Tensor", "int": "SymInt", "float": "float", "bool": "bool", "str": "str",
-              "torch.types.Number": "Scalar"}
-_SCHEMA_TYPES = {"Tensor": "torch.Tensor", "Optional[Tensor]": "Optional[torch.Tensor]",
-                 "List[Tensor]": "list[torch.Tensor]", "List[int]": "list[int]", "List[float]": "list[float]",
-                 "number": "torch.types.Number"}
+_SCHEMA_OF = {
+    "torch.Tensor": "Tensor",
+    "int": "SymInt",
+    "float": "float",
+    "bool": "bool",
+    "str": "str",
+    "torch.types.Number": "Scalar",
+}
+_SCHEMA_TYPES = {
+    "Tensor": "torch.Tensor",
+    "Optional[Tensor]": "Optional[torch.Tensor]",
+    "List[Tensor]": "list[torch.Tensor]",
+    "List[int]": "list[int]",
+    "List[float]": "list[float]",
+    "number": "torch.types.Number",
+}
 
 
 @dataclass
@@ -43,6 +74,7 @@ class Param:
 @dataclass
 class Op:
     """One operator of the package: `torch.ops.<namespace>.<name>`."""
+
     name: str
     params: list
     returns: list  # annotations of the outputs; empty when it returns nothing
@@ -86,7 +118,7 @@ def _closing(text, start, opening, closing):
             if depth == 0:
                 return i
         i += 1
-    raise PackagingError(f"unbalanced {opening}{closing} in the binding near: {text[start:start + 80]!r}")
+    raise PackagingError(f"unbalanced {opening}{closing} in the binding near: {text[start : start + 80]!r}")
 
 
 def _split(text, sep=","):
@@ -120,7 +152,7 @@ def _blocks(text):
     found = []
     for m in _BLOCK.finditer(text):
         brace = m.end() - 1
-        found.append((m.group(1), m.group(2), m.group(3), text[brace + 1:_closing(text, brace, "{", "}")]))
+        found.append((m.group(1), m.group(2), m.group(3), text[brace + 1 : _closing(text, brace, "{", "}")]))
     return found
 
 
@@ -129,7 +161,7 @@ def _defs(body, var):
     calls = []
     for m in re.finditer(rf"\b{re.escape(var)}\s*\.\s*def\s*\(", body):
         paren = m.end() - 1
-        calls.append(_split(body[paren + 1:_closing(body, paren, "(", ")")]))
+        calls.append(_split(body[paren + 1 : _closing(body, paren, "(", ")")]))
     return calls
 
 
@@ -143,21 +175,27 @@ def operators(source, module, where):
             continue
         if macro == "PYBIND11_MODULE":
             if first != "TORCH_EXTENSION_NAME":
-                raise PackagingError(f"{where}: PYBIND11_MODULE({first}, ...) names its module itself; write "
-                                     f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, {var}) so the package can name it")
+                raise PackagingError(
+                    f"{where}: PYBIND11_MODULE({first}, ...) names its module itself; write "
+                    f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, {var}) so the package can name it"
+                )
             for args in _defs(body, var):
                 ops.append(_pybind_op(args, text, module, where))
         elif "LIBRARY" in macro:
             if first != "KS_NAMESPACE":
-                raise PackagingError(f"{where}: {macro}({first}, ...) registers operators under its own namespace "
-                                     f"`{first}`; every package needs a namespace of its own: write "
-                                     f"{macro}(KS_NAMESPACE, {var}) in a native workspace's binding.cpp")
+                raise PackagingError(
+                    f"{where}: {macro}({first}, ...) registers operators under its own namespace "
+                    f"`{first}`; every package needs a namespace of its own: write "
+                    f"{macro}(KS_NAMESPACE, {var}) in a native workspace's binding.cpp"
+                )
             for args in _defs(body, var):
                 ops.append(_library_op(args, text, where))
     if not ops:
-        raise PackagingError(f"{where}: no operator found; bind functions in PYBIND11_MODULE(TORCH_EXTENSION_NAME, "
-                             f"m) or define schemas in STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) or "
-                             f"TORCH_LIBRARY(KS_NAMESPACE, m)")
+        raise PackagingError(
+            f"{where}: no operator found; bind functions in PYBIND11_MODULE(TORCH_EXTENSION_NAME, "
+            f"m) or define schemas in STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) or "
+            f"TORCH_LIBRARY(KS_NAMESPACE, m)"
+        )
     seen = {}
     for op in ops:
         if seen.setdefault(op.full_name, op) is not op:
@@ -180,36 +218,54 @@ def _pybind_op(args, text, module, where):
     name, params, returns = _typed(args, text, where)
     # A function that returns nothing works by writing into its tensor arguments: declare them all mutated.
     mutates = [p.name for p in params if p.type == "torch.Tensor"] if not returns else []
-    return Op(name, params, returns, function=name, module=module, mutates=mutates,
-              schema=_schema_text(name, params, returns, mutates))
+    return Op(
+        name,
+        params,
+        returns,
+        function=name,
+        module=module,
+        mutates=mutates,
+        schema=_schema_text(name, params, returns, mutates),
+    )
 
 
 def _schema_op(schema, where):
     import torch
+
     try:
         parsed = torch._C.parse_schema(f"ks::{schema}")
     except RuntimeError as exc:
         raise PackagingError(f"{where}: the schema {schema!r} does not parse: {exc}") from None
-    params = [Param(a.name, _SCHEMA_TYPES.get(str(a.type), str(a.type)),
-                    repr(a.default_value) if a.has_default_value() else None, a.kwarg_only)
-              for a in parsed.arguments]
+    params = [
+        Param(
+            a.name,
+            _SCHEMA_TYPES.get(str(a.type), str(a.type)),
+            repr(a.default_value) if a.has_default_value() else None,
+            a.kwarg_only,
+        )
+        for a in parsed.arguments
+    ]
     returns = [_SCHEMA_TYPES.get(str(r.type), str(r.type)) for r in parsed.returns]
     mutates = [a.name for a in parsed.arguments if a.alias_info is not None and a.alias_info.is_write]
-    return Op(parsed.name.split("::", 1)[1], params, returns, overload=parsed.overload_name, mutates=mutates,
-              schema=schema)
+    return Op(
+        parsed.name.split("::", 1)[1], params, returns, overload=parsed.overload_name, mutates=mutates, schema=schema
+    )
 
 
 def _typed(args, text, where):
     """(name, params, returns) of def("name", function, ...): typed from the C++ declaration of the function."""
     name = _string_literal(args[0]) if args else None
     if not name or not name.isidentifier() or len(args) < 2:
-        raise PackagingError(f"{where}: cannot read the binding def({', '.join(args)}); "
-                             f"bind a named function: m.def(\"name\", &function)")
+        raise PackagingError(
+            f'{where}: cannot read the binding def({", ".join(args)}); bind a named function: m.def("name", &function)'
+        )
     ref = re.sub(r"^torch::wrap_pybind_function\s*\((.*)\)$", r"\1", args[1].strip(), flags=re.S).strip()
     ref = ref.lstrip("&").strip()
     if not re.fullmatch(r"[A-Za-z_][\w:]*", ref):
-        raise PackagingError(f"{where}: `{name}` is bound to `{ref[:60]}`; bind a named C++ function instead "
-                             f"(lambdas and overload casts cannot be typed for torch.library)")
+        raise PackagingError(
+            f"{where}: `{name}` is bound to `{ref[:60]}`; bind a named C++ function instead "
+            f"(lambdas and overload casts cannot be typed for torch.library)"
+        )
     ret, params = _declaration(text, ref.split("::")[-1], where)
     return name, [_param(p, i, name, where) for i, p in enumerate(params)], _returns(ret, name, where)
 
@@ -219,16 +275,18 @@ def _declaration(text, function, where):
     for m in re.finditer(rf"(?<![\w.>:]){re.escape(function)}\s*\(", text):
         paren = m.end() - 1
         close = _closing(text, paren, "(", ")")
-        after = re.match(r"\s*(?:const\s*|noexcept\s*)*([{;])", text[close + 1:])
+        after = re.match(r"\s*(?:const\s*|noexcept\s*)*([{;])", text[close + 1 :])
         if not after:
             continue
-        before = [t for t in re.split(r"[;{}()]", text[:m.start()])[-1].split() if t not in _SPECIFIERS]
+        before = [t for t in re.split(r"[;{}()]", text[: m.start()])[-1].split() if t not in _SPECIFIERS]
         if not before or before[0] in _NOT_A_RETURN_TYPE or not re.fullmatch(r"[\w:<>,\s&]+", " ".join(before)):
             continue
-        params = _split(text[paren + 1:close])
+        params = _split(text[paren + 1 : close])
         return " ".join(before), [p for p in params if p and p != "void"]
-    raise PackagingError(f"{where}: no C++ declaration of `{function}` found; declare it in the binding's "
-                         f"sources (for load_inline: in cpp_sources)")
+    raise PackagingError(
+        f"{where}: no C++ declaration of `{function}` found; declare it in the binding's "
+        f"sources (for load_inline: in cpp_sources)"
+    )
 
 
 def _normalize(ctype):
@@ -253,16 +311,19 @@ def _annotation(ctype, function, where):
         return _SCALARS[squashed]
     if ctype in _LISTS:
         return _LISTS[ctype]
-    raise PackagingError(f"{where}: `{function}` uses the C++ type `{ctype}`, which has no torch.library "
-                         f"equivalent; use torch::Tensor, int64_t, double, bool, std::string, "
-                         f"std::vector<...> or std::optional<...>")
+    raise PackagingError(
+        f"{where}: `{function}` uses the C++ type `{ctype}`, which has no torch.library "
+        f"equivalent; use torch::Tensor, int64_t, double, bool, std::string, "
+        f"std::vector<...> or std::optional<...>"
+    )
 
 
 def _param(text, index, function, where):
     text = _split(text, "=")[0]
     if "*" in text:
-        raise PackagingError(f"{where}: `{function}` takes a raw pointer ({text.strip()}); "
-                             f"bind a function of tensors and scalars")
+        raise PackagingError(
+            f"{where}: `{function}` takes a raw pointer ({text.strip()}); bind a function of tensors and scalars"
+        )
     tokens = _split(_normalize(text), " ")
     name = f"arg{index}"
     if len(tokens) > 1 and tokens[-1].isidentifier() and tokens[-1] not in _BUILTIN_WORDS:

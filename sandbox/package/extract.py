@@ -1,5 +1,6 @@
 """Reading a solution's Python statically: its load_inline sources, and ModelNew's module rewritten to use the
 package's operators instead of building anything at import."""
+
 import ast
 import inspect
 from dataclasses import dataclass
@@ -10,15 +11,29 @@ OPS_NAME = "_ks_ops"
 OPS_IMPORT = f"from . import ops as {OPS_NAME}  # the package's operators, registered with torch.library\n"
 _CPP_EXTENSION = "torch.utils.cpp_extension"
 # The load_inline arguments that shape the package; the others (verbose, build_directory, ...) are left behind.
-_READ = ("name", "cpp_sources", "cuda_sources", "sycl_sources", "functions", "extra_cflags", "extra_cuda_cflags",
-         "extra_ldflags", "extra_include_paths", "no_implicit_headers", "with_pytorch_error_handling")
-_FORMS = ("Write it as a string literal or a module-level constant: concatenations with + and f-strings of "
-          "constants are fine, anything computed when the module runs is not.")
+_READ = (
+    "name",
+    "cpp_sources",
+    "cuda_sources",
+    "sycl_sources",
+    "functions",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "no_implicit_headers",
+    "with_pytorch_error_handling",
+)
+_FORMS = (
+    "Write it as a string literal or a module-level constant: concatenations with + and f-strings of "
+    "constants are fine, anything computed when the module runs is not."
+)
 
 
 @dataclass
 class InlineCall:
     """One load_inline(...) call with every argument the package needs, read without running anything."""
+
     name: str
     cpp_sources: list
     cuda_sources: list
@@ -56,8 +71,11 @@ def _builder_names(tree):
     """Local names of load_inline and load from torch.utils.cpp_extension, and of load_extension from sandbox."""
     names = {"load_inline": "load_inline", "load_extension": "load_extension"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in (_CPP_EXTENSION, "sandbox.native",
-                                                                "sandbox.native.build"):
+        if isinstance(node, ast.ImportFrom) and node.module in (
+            _CPP_EXTENSION,
+            "sandbox.native",
+            "sandbox.native.build",
+        ):
             for alias in node.names:
                 if alias.name in ("load_inline", "load", "load_extension"):
                     names[alias.asname or alias.name] = alias.name
@@ -82,9 +100,11 @@ def builder_calls(tree, path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (kind := _builder(node, names)):
             if kind == "load":
-                raise PackagingError(f"{path}:{node.lineno}: the extension is built from files with "
-                                     f"torch.utils.cpp_extension.load; packaging reads sources from the solution "
-                                     f"itself: pass them to load_inline, or make the solution a native workspace")
+                raise PackagingError(
+                    f"{path}:{node.lineno}: the extension is built from files with "
+                    f"torch.utils.cpp_extension.load; packaging reads sources from the solution "
+                    f"itself: pass them to load_inline, or make the solution a native workspace"
+                )
             calls.append((kind, node))
     return sorted(calls, key=lambda kc: (kc[1].lineno, kc[1].col_offset))
 
@@ -95,8 +115,13 @@ class _Constants:
     def __init__(self, tree):
         counts, self.values = {}, {}
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-                if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+                else []
+            )
             for target in targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
@@ -132,9 +157,11 @@ class _Constants:
             return {self.value(k, what, path): self.value(v, what, path) for k, v in pairs}
         snippet = ast.unparse(node)
         why = ", assigned more than once" if isinstance(node, ast.Name) and node.id in self.reassigned else ""
-        raise PackagingError(f"{path}:{node.lineno}: `{what}` of load_inline is computed at run time "
-                             f"(`{snippet[:80]}{'...' if len(snippet) > 80 else ''}`{why}), so the package cannot "
-                             f"know its text. {_FORMS}")
+        raise PackagingError(
+            f"{path}:{node.lineno}: `{what}` of load_inline is computed at run time "
+            f"(`{snippet[:80]}{'...' if len(snippet) > 80 else ''}`{why}), so the package cannot "
+            f"know its text. {_FORMS}"
+        )
 
     def _piece(self, part, what, path):
         """The text of one f-string part; None for a conversion or format spec (left to run time)."""
@@ -157,10 +184,13 @@ def _strings(value, what, call, path):
 def inline_call(call, tree, path, constants=None):
     """The InlineCall of one load_inline(...) node."""
     import torch.utils.cpp_extension as ce
+
     constants = constants or _Constants(tree)
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        raise PackagingError(f"{path}:{call.lineno}: load_inline is called with *args or **kwargs, known only at "
-                             f"run time; pass each argument by name (name=..., cpp_sources=..., functions=...)")
+        raise PackagingError(
+            f"{path}:{call.lineno}: load_inline is called with *args or **kwargs, known only at "
+            f"run time; pass each argument by name (name=..., cpp_sources=..., functions=...)"
+        )
     try:
         bound = inspect.signature(ce.load_inline).bind(*call.args, **{k.arg: k.value for k in call.keywords})
     except TypeError as exc:
@@ -174,25 +204,32 @@ def inline_call(call, tree, path, constants=None):
     if functions is not None:
         functions = list(functions) if isinstance(functions, dict) else _strings(functions, "functions", call, path)
     return InlineCall(
-        name=args["name"], cpp_sources=_strings(args["cpp_sources"], "cpp_sources", call, path),
-        cuda_sources=_strings(args.get("cuda_sources"), "cuda_sources", call, path), functions=functions,
+        name=args["name"],
+        cpp_sources=_strings(args["cpp_sources"], "cpp_sources", call, path),
+        cuda_sources=_strings(args.get("cuda_sources"), "cuda_sources", call, path),
+        functions=functions,
         extra_cflags=_strings(args.get("extra_cflags"), "extra_cflags", call, path),
         extra_cuda_cflags=_strings(args.get("extra_cuda_cflags"), "extra_cuda_cflags", call, path),
         extra_ldflags=_strings(args.get("extra_ldflags"), "extra_ldflags", call, path),
         extra_include_paths=_strings(args.get("extra_include_paths"), "extra_include_paths", call, path),
         implicit_headers=not args.get("no_implicit_headers", False),
-        error_handling=bool(args.get("with_pytorch_error_handling", True)), line=call.lineno)
+        error_handling=bool(args.get("with_pytorch_error_handling", True)),
+        line=call.lineno,
+    )
 
 
 def inline_calls(text, path):
     """Every load_inline call of an inline solution, in source order."""
     tree = parse(text, path)
     constants = _Constants(tree)
-    calls = [inline_call(call, tree, path, constants) for kind, call in builder_calls(tree, path)
-             if kind == "load_inline"]
+    calls = [
+        inline_call(call, tree, path, constants) for kind, call in builder_calls(tree, path) if kind == "load_inline"
+    ]
     if not calls:
-        raise PackagingError(f"{path}: no load_inline call, so there is no C++/CUDA extension to package; "
-                             f"packages are made from load_inline solutions and native workspaces")
+        raise PackagingError(
+            f"{path}: no load_inline call, so there is no C++/CUDA extension to package; "
+            f"packages are made from load_inline solutions and native workspaces"
+        )
     return calls
 
 
@@ -242,8 +279,10 @@ def rewrite_model(text, path):
     rewritten = data.decode()
     used = {n.id for n in ast.walk(parse(rewritten, path)) if isinstance(n, ast.Name)} & sandbox_names
     if used:
-        raise PackagingError(f"{path}: uses {', '.join(sorted(used))} from Kernel Studio's sandbox beyond "
-                             f"load_extension; a package cannot depend on the sandbox")
+        raise PackagingError(
+            f"{path}: uses {', '.join(sorted(used))} from Kernel Studio's sandbox beyond "
+            f"load_extension; a package cannot depend on the sandbox"
+        )
     return rewritten
 
 

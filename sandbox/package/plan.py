@@ -1,5 +1,6 @@
 """What goes into a package: its names, compiled modules, operators and rewritten ModelNew, from a problem and a
 solution (KernelBench-style load_inline file or native workspace)."""
+
 import ast
 import keyword
 import platform
@@ -23,6 +24,7 @@ _RESERVED = {"torch", "aten", "prim", "prims", "sandbox", "test", "tests"}
 @dataclass
 class ExtensionModule:
     """One compiled module of the package (`<package>.<module>`) and how setuptools builds it."""
+
     module: str
     files: dict  # path in the package tree -> bytes
     sources: list
@@ -35,9 +37,17 @@ class ExtensionModule:
     blas: bool = False  # its kernels call OpenBLAS from the scipy-openblas32 wheel, as the sandbox's CPU build links
 
     def setup_spec(self):
-        return {"module": self.module, "sources": self.sources, "cuda": self.cuda, "limited_api": self.limited_api,
-                "include_dirs": self.include_dirs, "cxx": self.cxx, "nvcc": self.nvcc, "link": self.link,
-                "blas": self.blas}
+        return {
+            "module": self.module,
+            "sources": self.sources,
+            "cuda": self.cuda,
+            "limited_api": self.limited_api,
+            "include_dirs": self.include_dirs,
+            "cxx": self.cxx,
+            "nvcc": self.nvcc,
+            "link": self.link,
+            "blas": self.blas,
+        }
 
 
 @dataclass
@@ -66,8 +76,10 @@ class Plan:
             return ""
         failed = [v for v in self.variants if not v["ok"]]
         if failed:
-            return (f"ModelNew is specialized to the problem's batch size: at {failed[0]['label']} it gave "
-                    f"{failed[0]['why']}")
+            return (
+                f"ModelNew is specialized to the problem's batch size: at {failed[0]['label']} it gave "
+                f"{failed[0]['why']}"
+            )
         return "Model takes no other batch size of the problem's inputs (or they have no batch dimension)"
 
     @property
@@ -86,14 +98,17 @@ def names(name, problem_name):
     dist = re.sub(r"[-_.\s]+", "-", name or f"ks-{problem_name}").lower().strip("-")
     module = dist.replace("-", "_")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", module) or keyword.iskeyword(module) or module in _RESERVED:
-        raise PackagingError(f"cannot name a package {name or dist!r}: use letters, digits and dashes, starting with "
-                             f"a letter (it becomes the import name {module!r} and the operator namespace), and "
-                             f"none of {', '.join(sorted(_RESERVED))}")
+        raise PackagingError(
+            f"cannot name a package {name or dist!r}: use letters, digits and dashes, starting with "
+            f"a letter (it becomes the import name {module!r} and the operator namespace), and "
+            f"none of {', '.join(sorted(_RESERVED))}"
+        )
     return dist, module
 
 
 def make_plan(problem_path, solution_path, name=None, verdict=None):
     import torch
+
     problem = Problem.read(problem_path)
     _check_problem(problem)
     solution = Solution.read(solution_path)
@@ -102,18 +117,31 @@ def make_plan(problem_path, solution_path, name=None, verdict=None):
         device, extensions, ops, model = _workspace(Path(solution.path), module)
     else:
         device, extensions, ops, model = _inline(solution, module)
-    return Plan(dist=dist, module=module, version=f"{VERSION}+g{solution.sha256[:8]}", device=device,
-                kind=solution.kind, problem_name=problem.name, problem_source=problem.source, model_source=model,
-                extensions=extensions, ops=ops, torch_version=torch.__version__, hardware=_hardware(device),
-                verdict=verdict)
+    return Plan(
+        dist=dist,
+        module=module,
+        version=f"{VERSION}+g{solution.sha256[:8]}",
+        device=device,
+        kind=solution.kind,
+        problem_name=problem.name,
+        problem_source=problem.source,
+        model_source=model,
+        extensions=extensions,
+        ops=ops,
+        torch_version=torch.__version__,
+        hardware=_hardware(device),
+        verdict=verdict,
+    )
 
 
 def _check_problem(problem):
     defined = {n.name for n in ast.parse(problem.source).body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in defined]
     if missing:
-        raise InvalidProblem(f"problem file {problem.path} does not define {', '.join(missing)}: the package's "
-                             f"tests compare ModelNew with Model on get_inputs()")
+        raise InvalidProblem(
+            f"problem file {problem.path} does not define {', '.join(missing)}: the package's "
+            f"tests compare ModelNew with Model on get_inputs()"
+        )
 
 
 def _workspace(folder, namespace):
@@ -132,10 +160,18 @@ def _workspace(folder, namespace):
         cxx += ["-DKS_CUDA"] + (["-DUSE_CUDA"] if stable else [])
     else:
         cxx += ["-fopenmp"]
-    extension = ExtensionModule("_C", tree, sources, cuda=device == "cuda", limited_api=stable, cxx=cxx,
-                                nvcc=["-O3", "-lineinfo"], link=[] if device == "cuda" else ["-fopenmp"],
-                                include_dirs=["csrc"],
-                                blas=device == "cpu" and any(b"<cblas.h>" in data for data in files.values()))
+    extension = ExtensionModule(
+        "_C",
+        tree,
+        sources,
+        cuda=device == "cuda",
+        limited_api=stable,
+        cxx=cxx,
+        nvcc=["-O3", "-lineinfo"],
+        link=[] if device == "cuda" else ["-fopenmp"],
+        include_dirs=["csrc"],
+        blas=device == "cpu" and any(b"<cblas.h>" in data for data in files.values()),
+    )
     ops = cpp.operators(binding.decode(), "_C", f"{folder / 'binding.cpp'}")
     model = rewrite_model((folder / "model_new.py").read_text(), folder / "model_new.py")
     return device, [extension], ops, model
@@ -147,19 +183,33 @@ def _inline(solution, namespace):
     extensions, ops, seen = [], [], {}
     for call in calls:
         if seen.setdefault(call.name, call) is not call:
-            raise PackagingError(f"{solution.path}:{call.line}: two load_inline calls are named {call.name!r}; "
-                                 f"give each extension its own name")
+            raise PackagingError(
+                f"{solution.path}:{call.line}: two load_inline calls are named {call.name!r}; "
+                f"give each extension its own name"
+            )
         module = "_C" if len(calls) == 1 else f"_C_{call.name}"
         units = call.files()
         tree = {f"csrc/{call.name}/{unit}": body.encode() for unit, body in units.items()}
-        extensions.append(ExtensionModule(module, tree, list(tree), cuda=bool(call.cuda_sources), limited_api=False,
-                                          cxx=call.extra_cflags, nvcc=call.extra_cuda_cflags,
-                                          link=call.extra_ldflags, include_dirs=call.extra_include_paths))
+        extensions.append(
+            ExtensionModule(
+                module,
+                tree,
+                list(tree),
+                cuda=bool(call.cuda_sources),
+                limited_api=False,
+                cxx=call.extra_cflags,
+                nvcc=call.extra_cuda_cflags,
+                link=call.extra_ldflags,
+                include_dirs=call.extra_include_paths,
+            )
+        )
         ops += cpp.operators("\n".join(units.values()), module, f"{solution.path}:{call.line} load_inline({call.name})")
     clash = {op.name for op in ops if sum(o.name == op.name for o in ops) > 1}
     if clash:
-        raise PackagingError(f"{solution.path}: {', '.join(sorted(clash))} defined by more than one load_inline "
-                             f"call; the package puts all operators in one namespace, so rename one")
+        raise PackagingError(
+            f"{solution.path}: {', '.join(sorted(clash))} defined by more than one load_inline "
+            f"call; the package puts all operators in one namespace, so rename one"
+        )
     device = "cuda" if any(e.cuda for e in extensions) else "cpu"
     return device, extensions, ops, rewrite_model(text, solution.path)
 
@@ -168,8 +218,9 @@ def _hardware(device):
     """What this machine is, for the README: the GPU's name, or the CPU's model."""
     if device == "cuda":
         try:
-            names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                   text=True, timeout=30).stdout.split("\n")
+            names = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+            ).stdout.split("\n")
             if names[0].strip():
                 return names[0].strip()
         except (OSError, subprocess.TimeoutExpired):

@@ -4,6 +4,7 @@ checks the fakes inferred from those records with torch.library.opcheck.
 
 `python -m sandbox.package.probe_worker R W`, started in a jail by sandbox.package.probe.
 """
+
 import math
 import sys
 import types
@@ -27,8 +28,13 @@ MAX_SIZES = 8  # sizes grown per operator, smallest first
 def describe(value):
     """What the shape rules read of one argument or result."""
     if isinstance(value, torch.Tensor):
-        return {"t": "tensor", "shape": list(value.shape), "stride": list(value.stride()),
-                "offset": value.storage_offset(), "dtype": str(value.dtype).removeprefix("torch.")}
+        return {
+            "t": "tensor",
+            "shape": list(value.shape),
+            "stride": list(value.stride()),
+            "offset": value.storage_offset(),
+            "dtype": str(value.dtype).removeprefix("torch."),
+        }
     if isinstance(value, bool):
         return {"t": "bool", "v": value}
     if isinstance(value, int):
@@ -55,34 +61,40 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func._schema.name.split("::", 1)[1] + (f".{func._overloadname}" if func._overloadname != "default"
-                                                     else "")
+        name = func._schema.name.split("::", 1)[1] + (
+            f".{func._overloadname}" if func._overloadname != "default" else ""
+        )
         if func.namespace in _BUILTIN or name not in self.schema_ops:
             return func(*args, **kwargs)
         self.namespace = func.namespace
         arguments = func._schema.arguments
-        positional = [args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
-                      for i, a in enumerate(arguments)]
+        positional = [
+            args[i] if i < len(args) else kwargs.get(a.name, a.default_value) for i, a in enumerate(arguments)
+        ]
 
         def invoke(*values):
-            return func(*[v for v, a in zip(values, arguments) if not a.kwarg_only],
-                        **{a.name: v for v, a in zip(values, arguments) if a.kwarg_only})
+            return func(
+                *[v for v, a in zip(values, arguments) if not a.kwarg_only],
+                **{a.name: v for v, a in zip(values, arguments) if a.kwarg_only},
+            )
+
         return self.call(name, invoke, positional, op=func)
 
     def call(self, name, function, args, op=None):
         result = function(*args)
         if self.active:
-            self.calls.append({"op": name, "source": self.source, "args": [describe(a) for a in args],
-                               "outs": outputs(result)})
+            self.calls.append(
+                {"op": name, "source": self.source, "args": [describe(a) for a in args], "outs": outputs(result)}
+            )
             if name not in self.first:
-                self.first[name] = First(function, [a.clone() if isinstance(a, torch.Tensor) else a for a in args],
-                                         op)
+                self.first[name] = First(function, [a.clone() if isinstance(a, torch.Tensor) else a for a in args], op)
         return result
 
 
 @dataclass
 class First:
     """An operator's first recorded call: how to call it again, its arguments, its OpOverload if it has one."""
+
     function: object
     args: list
     op: object = None
@@ -95,8 +107,10 @@ def watch_module(module, functions, recorder):
     for name in functions:
         original = getattr(module, name, None)
         if callable(original) and not hasattr(original, "_ks_original"):
+
             def wrapper(*args, _name=name, _original=original):
                 return recorder.call(_name, _original, list(args))
+
             wrapper._ks_original = original
             setattr(module, name, wrapper)
     return module
@@ -112,7 +126,9 @@ def install_watchers(functions, recorder):
     def watching(load):
         def loader(*args, **kwargs):
             return watch_module(load(*args, **kwargs), functions, recorder)
+
         return loader
+
     ce.load_inline, ce.load = watching(ce.load_inline), watching(ce.load)
     native.load_extension = build.load_extension = watching(build.load_extension)
 
@@ -236,9 +252,17 @@ class Probe:
                             self.channel.send("grown", op=name, call=None, fault=error_text(exc, 1000))
                             return
                         continue
-                    self.channel.send("grown", op=name, call={
-                        "op": name, "source": "grown sizes", "trusted": False,
-                        "args": [describe(a) for a in new], "outs": outputs(result)})
+                    self.channel.send(
+                        "grown",
+                        op=name,
+                        call={
+                            "op": name,
+                            "source": "grown sizes",
+                            "trusted": False,
+                            "args": [describe(a) for a in new],
+                            "outs": outputs(result),
+                        },
+                    )
 
     def check(self, sources):
         """opcheck of each operator against its fake, on the arguments of its first recorded call. SOURCES: the
@@ -257,8 +281,11 @@ class Probe:
                     torch.library.opcheck(scope[name], tuple(values))
                 else:
                     arguments = first.op._schema.arguments
-                    torch.library.opcheck(first.op, tuple(v for v, a in zip(values, arguments) if not a.kwarg_only),
-                                          {a.name: v for v, a in zip(values, arguments) if a.kwarg_only})
+                    torch.library.opcheck(
+                        first.op,
+                        tuple(v for v, a in zip(values, arguments) if not a.kwarg_only),
+                        {a.name: v for v, a in zip(values, arguments) if a.kwarg_only},
+                    )
             except Exception as exc:  # noqa: BLE001 -- reported as the operator's failed check
                 failures[name] = f"{type(exc).__name__}: {str(exc).strip()[:1500]}"
         return failures

@@ -6,6 +6,7 @@ operator called again with one size of its arguments grown at a time. An express
 written with the arguments' symbolic sizes, so torch.compile(dynamic=True) traces it; where none fits, the fake
 raises and says why (the package's notes and README repeat it).
 """
+
 from dataclasses import dataclass
 
 # Integer arithmetic tried on a size s: (s + a) // c and s * c + a, the forms of pools, convolutions, strided and
@@ -19,6 +20,7 @@ _FACTORS = (2, 3, 4)
 class Fake:
     """The fake implementation of one operator: its parameters, body and, for the README, what it computes
     (None: no rule fits, the body raises, `why` says what went wrong)."""
+
     params: str
     body: str
     assumption: str | None
@@ -39,8 +41,10 @@ def signature(params, annotated):
 def unknown(op, why):
     """The fake of an operator whose shapes could not be inferred: it raises with WHY."""
     message = f"the fake implementation of {op.full_name} could not be inferred: {why}"
-    body = (f"    # No rule fits: {why}\n    # EDIT ME: return empty tensors of the shapes and dtypes this operator "
-            f"returns.\n    raise NotImplementedError({message + '; write it in ops.py'!r})")
+    body = (
+        f"    # No rule fits: {why}\n    # EDIT ME: return empty tensors of the shapes and dtypes this operator "
+        f"returns.\n    raise NotImplementedError({message + '; write it in ops.py'!r})"
+    )
     return Fake(signature(op.params, annotated=False), body, None, why)
 
 
@@ -50,8 +54,11 @@ def infer(op, calls, device):
     params = signature(op.params, annotated=False)
     if not op.returns:
         written = ", ".join(op.mutates) or "its arguments"
-        return Fake(params, f"    # Writes into {written} and returns nothing.\n    return None",
-                    f"returns nothing (writes into {written})")
+        return Fake(
+            params,
+            f"    # Writes into {written} and returns nothing.\n    return None",
+            f"returns nothing (writes into {written})",
+        )
     if any(r != "torch.Tensor" for r in op.returns):
         return unknown(op, f"it returns {', '.join(op.returns)}; only tensors are inferred")
     calls = [c for c in calls if c.get("outs") is not None and len(c["outs"]) == len(op.returns)]
@@ -92,12 +99,15 @@ def _fit(op, calls, seen, device):
             return f"output {k} has {' or '.join(map(str, sorted(ranks)))} dimensions on different calls"
         sizes = []
         for j in range(ranks.pop()):
-            size = _size(op, calls, k, j, {c["outs"][k]["shape"][j] for c in seen
-                                           if len(c["outs"][k].get("shape", ())) > j})
+            size = _size(
+                op, calls, k, j, {c["outs"][k]["shape"][j] for c in seen if len(c["outs"][k].get("shape", ())) > j}
+            )
             if size is None:
                 seen = sorted({tuple(o["shape"]) for o in outs})[:4]
-                return (f"no expression of the arguments' sizes gives dimension {j} of output {k} on every call "
-                        f"(shapes seen: {', '.join(map(str, seen))}); its size may depend on the data")
+                return (
+                    f"no expression of the arguments' sizes gives dimension {j} of output {k} on every call "
+                    f"(shapes seen: {', '.join(map(str, seen))}); its size may depend on the data"
+                )
             sizes.append(size)
         dtype = _dtype(op, calls, k)
         if dtype is None:
@@ -183,10 +193,14 @@ def _window_candidates(sizes, kernels, ints):
             for d in dilations:
                 for p in paddings:
                     for s in strides:
-                        yield (_window_text(a, k, s, p, d, transposed=False),
-                               lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=False))
-                        yield (_window_text(a, k, s, p, d, transposed=True),
-                               lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=True))
+                        yield (
+                            _window_text(a, k, s, p, d, transposed=False),
+                            lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=False),
+                        )
+                        yield (
+                            _window_text(a, k, s, p, d, transposed=True),
+                            lambda v, a=a, k=k, s=s, p=p, d=d: _window(v, a, k, s, p, d, transposed=True),
+                        )
 
 
 def _value(v, atom):

@@ -1,7 +1,8 @@
 """The files of a generated package, as string.Template texts that render.py fills in."""
+
 from string import Template
 
-PYPROJECT = Template('''\
+PYPROJECT = Template("""\
 [build-system]
 # Build with `pip install --no-build-isolation`: the extension must be compiled against the torch it will load into.
 requires = $build_requires
@@ -21,7 +22,7 @@ packages = ["$module"]
 
 [tool.pytest.ini_options]
 testpaths = ["tests"]
-''')
+""")
 
 SETUP = Template('''\
 """Builds the compiled modules of $module with torch.utils.cpp_extension; the metadata is in pyproject.toml."""
@@ -67,11 +68,11 @@ extern "C" PyMODINIT_FUNC PyInit__C(void) {
 }
 """
 
-MANIFEST = '''\
+MANIFEST = """\
 graft csrc
 graft tests
 global-exclude __pycache__ *.py[cod] *.so
-'''
+"""
 
 INIT = Template('''\
 """$module: Kernel Studio's kernels for $problem as PyTorch operators (torch.ops.$module), and ModelNew."""
@@ -92,17 +93,17 @@ $body
 ''')
 
 # The pieces of ops.py's body, joined by two blank lines.
-CUSTOM_OP = Template('''\
+CUSTOM_OP = Template("""\
 @torch.library.custom_op("$qualname", mutates_args=$mutates)
 def $name($params) -> $returns:
-    return $module.$function($args)''')
+    return $module.$function($args)""")
 
 SCHEMA_OP = Template("$name = torch.ops.$namespace.$name")
 
-FAKE = Template('''\
+FAKE = Template("""\
 @torch.library.register_fake("$qualname")
 def _${fake_name}_fake($params):
-$body''')
+$body""")
 
 TESTS = Template('''\
 """Tests of $module: ModelNew against the original Model on random inputs, at the problem's batch size and
@@ -237,7 +238,7 @@ def test_model_new_compiles_with_dynamic_shapes():
             assert_close(compiled(*x), ref(*x))
 ''')
 
-README = Template('''\
+README = Template("""\
 # $dist
 
 Kernel Studio's $kind kernels for `$problem`, packaged as PyTorch operators (`torch.ops.$module.*`) with fake
@@ -291,4 +292,4 @@ arguments `ModelNew` passes it (this checks each fake implementation against its
 ## Notes
 
 $notes
-''')
+""")

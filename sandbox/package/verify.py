@@ -1,5 +1,6 @@
 """Checking a built package the way a user meets it: installed into a fresh virtual environment, its tests run
 from the sdist, with no network."""
+
 import os
 import re
 import site
@@ -33,10 +34,15 @@ class PackageCheckFailed(PackagingError):
     output and `result` the PackageResult of what was written."""
 
     def __init__(self, check, result):
-        what = (f"its tests {', '.join(check.failed)} failed" if check.failed
-                else "it did not install or its tests did not run")
-        super().__init__(f"the package {result.name} was built ({result.wheel or result.sdist}) but {what} in a "
-                         f"fresh virtual environment; the log says why (pass --no-check / check=False to skip)")
+        what = (
+            f"its tests {', '.join(check.failed)} failed"
+            if check.failed
+            else "it did not install or its tests did not run"
+        )
+        super().__init__(
+            f"the package {result.name} was built ({result.wheel or result.sdist}) but {what} in a "
+            f"fresh virtual environment; the log says why (pass --no-check / check=False to skip)"
+        )
         self.log, self.result, self.check = check.log, result, check
 
 
@@ -49,8 +55,12 @@ def fresh_venv(path):
     if sys.prefix != sys.base_prefix:
         # Run from a virtual environment, whose packages --system-site-packages does not reach: list them in a
         # .pth file (paths only: the .pth files inside them, editable installs among them, are not processed).
-        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                 check=True, capture_output=True, text=True).stdout.strip()
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         Path(purelib, "_ks_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return python
 
@@ -58,8 +68,11 @@ def fresh_venv(path):
 def _run(argv, cwd, log):
     # The tests must see only the package and the environment, not this process's Django settings or sources, nor
     # the options of a pytest session this runs under (PYTEST_ADDOPTS's -k would deselect the package's tests).
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE") and not k.startswith("PYTEST_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE") and not k.startswith("PYTEST_")
+    }
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     log.append(f"$ {' '.join(map(str, argv))}\n{proc.stdout}{proc.stderr}")
     return proc.returncode == 0
@@ -76,8 +89,23 @@ def check_package(sdist, workdir, install=None):
         tar.extractall(workdir / "sdist", filter="data")
     (root,) = (workdir / "sdist").iterdir()
     log = []
-    ok = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-build-isolation", "--no-deps",
-               "--no-cache-dir", "--no-index", str(install.resolve())], workdir, log)
+    ok = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-cache-dir",
+            "--no-index",
+            str(install.resolve()),
+        ],
+        workdir,
+        log,
+    )
     ok = ok and _run([str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests"], root, log)
     text = "\n".join(log)
     failed, passed = list(dict.fromkeys(_FAILED.findall(text))), _PASSED.findall(text)

@@ -4,6 +4,7 @@ Everything it relies on (clocks, events, comparisons, the channel) is imported a
 solution is; the parent checks its outputs in another process, so what it reports about correctness
 cannot be forged from here.
 """
+
 import sys
 import time
 from pathlib import Path
@@ -51,8 +52,13 @@ class Failed(Exception):
 
 def _classify_import(exc):
     text = error_text(exc)
-    build = ("Error building extension" in text or "CalledProcessError" in text or "BuildError" in text
-             or "ninja" in text and "FAILED" in text)
+    build = (
+        "Error building extension" in text
+        or "CalledProcessError" in text
+        or "BuildError" in text
+        or "ninja" in text
+        and "FAILED" in text
+    )
     return Failed("compile_error" if build else "load_error", text)
 
 
@@ -90,8 +96,10 @@ class Candidate:
         compile_s = _perf() - t0
         for build in inline.BUILDS:
             if build["via"] == "torch":
-                self.notes.append(f"the extension {build['name']!r} was built by torch's own load_inline, not the "
-                                  f"sandbox's fast build: {build['reason']}")
+                self.notes.append(
+                    f"the extension {build['name']!r} was built by torch's own load_inline, not the "
+                    f"sandbox's fast build: {build['reason']}"
+                )
         cls = getattr(solution, "ModelNew", None)
         if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
             raise Failed("load_error", "the solution defines no class ModelNew(nn.Module)")
@@ -102,7 +110,9 @@ class Candidate:
             self._share_weights(reference)
             del reference
         except Exception as exc:  # noqa: BLE001
-            raise Failed("load_error", "constructing ModelNew(*get_init_inputs()) failed:\n" + error_text(exc)) from None
+            raise Failed(
+                "load_error", "constructing ModelNew(*get_init_inputs()) failed:\n" + error_text(exc)
+            ) from None
         finally:
             self.audit.active = False
         return compile_s
@@ -134,8 +144,10 @@ class Candidate:
             except torch.OutOfMemoryError:
                 nbytes //= 2
         if nbytes < output_bytes:
-            self.notes.append(f"outputs poisoned only in part ({max(nbytes, 0) >> 20} MiB for "
-                              f"{output_bytes >> 20} MiB): GPU memory is short")
+            self.notes.append(
+                f"outputs poisoned only in part ({max(nbytes, 0) >> 20} MiB for "
+                f"{output_bytes >> 20} MiB): GPU memory is short"
+            )
         synchronize(self.device)
 
     def forward(self, inputs, fallbacks=None):
@@ -162,8 +174,11 @@ class Candidate:
         variant = msg.get("variant")
         fallbacks = {} if variant else None
         if inputs is None:
-            inputs = (variant_inputs(self.problem, variant, msg["seed"], self.device) if variant
-                      else make_inputs(self.problem, msg["seed"], self.device))
+            inputs = (
+                variant_inputs(self.problem, variant, msg["seed"], self.device)
+                if variant
+                else make_inputs(self.problem, msg["seed"], self.device)
+            )
         self._poison(msg.get("output_bytes") or self.spec["output_bytes"])
         out = self.forward(inputs, fallbacks)
         tensors = tensors_of(out)
@@ -174,8 +189,13 @@ class Candidate:
             finite = all(all_finite(t, _isfinite) for t in tensors if t.is_floating_point())
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
-        self.channel.send("computed", spec=spec_of(out if len(tensors) > 1 else tensors[0]), tensor=True, finite=finite,
-                          fallbacks=fallbacks or {})
+        self.channel.send(
+            "computed",
+            spec=spec_of(out if len(tensors) > 1 else tensors[0]),
+            tensor=True,
+            finite=finite,
+            fallbacks=fallbacks or {},
+        )
         order = self.channel.recv()
         save_tensors(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
         self.channel.send("saved")
@@ -185,8 +205,11 @@ class Candidate:
         n = max(1, min(self.config.input_sets, (self.config.input_budget_mb << 20) // max(1, self.spec["input_bytes"])))
         self.sets = [make_inputs(self.problem, s, self.device) for s in msg["seeds"][:n]]
         if any(spec_of(s) != self.spec["inputs"] for s in self.sets):
-            raise Failed("violation", "the inputs drawn for timing differ in shape or dtype from the problem's: "
-                                      "solution code changed the problem (get_inputs or what it reads)")
+            raise Failed(
+                "violation",
+                "the inputs drawn for timing differ in shape or dtype from the problem's: "
+                "solution code changed the problem (get_inputs or what it reads)",
+            )
         self._check_reuse()
         try:
             with timing_lock.on_timing_cores(self.device):  # the harness holds the timing lock meanwhile
@@ -194,9 +217,11 @@ class Candidate:
         except Exception as exc:  # noqa: BLE001
             raise _fault(exc) from None
         if timing.replay_matches is False:
-            self.notes.append("violation: ModelNew's output replayed from a CUDA graph differs from a direct call's: "
-                              "the timed graph does not compute what forward returns (launch-bound problems are "
-                              "timed by graph replay; do the same work whether or not a stream is capturing)")
+            self.notes.append(
+                "violation: ModelNew's output replayed from a CUDA graph differs from a direct call's: "
+                "the timed graph does not compute what forward returns (launch-bound problems are "
+                "timed by graph replay; do the same work whether or not a stream is capturing)"
+            )
         return timing
 
     def _check_reuse(self):
@@ -208,8 +233,10 @@ class Candidate:
             b = tensors_of(self.model(*second)) or []
         synchronize(self.device)
         if {t.data_ptr() for t in a} & {t.data_ptr() for t in b}:
-            self.notes.append("violation: ModelNew.forward returned the same output storage on two calls; "
-                              "outputs reused across calls are not rewarded")
+            self.notes.append(
+                "violation: ModelNew.forward returned the same output storage on two calls; "
+                "outputs reused across calls are not rewarded"
+            )
         inputs = {t.data_ptr() for t in second if isinstance(t, torch.Tensor)}
         if not self.spec["aliases_input"] and {t.data_ptr() for t in b} & inputs:
             self.notes.append("violation: ModelNew.forward returned its input's storage; Model returns a new tensor")
@@ -225,10 +252,12 @@ class Candidate:
         return self.trial(msg, inputs=[d if isinstance(d, torch.Tensor) else s for d, s in zip(target, fresh)])
 
     def violations(self):
-        found = [n[len("violation: "):] for n in self.notes if n.startswith("violation: ")]
+        found = [n[len("violation: ") :] for n in self.notes if n.startswith("violation: ")]
         if self.fallbacks:
             message = fallback_violation(self.fallbacks)
-            (found if self.config.strict else self.notes).append(message if self.config.strict else "relaxed: " + message)
+            (found if self.config.strict else self.notes).append(
+                message if self.config.strict else "relaxed: " + message
+            )
         for name in self.integrity.tampered():
             found.append(f"tampering: {name} was replaced while solution code ran")
         for name, original in self.problem_api.items():
@@ -269,10 +298,14 @@ def serve(channel):
                 cand.post_timing_trial(msg)
             elif kind == "profile":
                 from sandbox.profiling import kernel_table
+
                 channel.send("profiled", table=kernel_table(lambda: cand.model(*cand.sets[0]), cand.device))
             elif kind == "finish":  # asked again after the shape trials: what solution code did there counts too
-                channel.send("final", violations=cand.violations(),
-                             notes=[n for n in cand.notes if not n.startswith("violation: ")])
+                channel.send(
+                    "final",
+                    violations=cand.violations(),
+                    notes=[n for n in cand.notes if not n.startswith("violation: ")],
+                )
             elif kind == "exit":
                 return
     except Failed as failure:

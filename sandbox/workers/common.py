@@ -1,5 +1,6 @@
 """What both workers share: their start and end (off the timing cores, reaping what they started), device setup,
 output saving and sampling, error text."""
+
 import ctypes
 import gc
 import os
@@ -14,8 +15,16 @@ from sandbox import settings, timing_lock
 PR_SET_CHILD_SUBREAPER = 36
 
 # Errors after which the CUDA context is unusable: the verdict is `crashed`, not a Python-level failure.
-CUDA_FAULTS = ("illegal memory access", "unspecified launch failure", "misaligned address", "illegal instruction",
-               "an illegal", "device-side assert", "CUDA error: unknown error", "hardware stack error")
+CUDA_FAULTS = (
+    "illegal memory access",
+    "unspecified launch failure",
+    "misaligned address",
+    "illegal instruction",
+    "an illegal",
+    "device-side assert",
+    "CUDA error: unknown error",
+    "hardware stack error",
+)
 
 
 def become_worker():
@@ -101,7 +110,7 @@ def all_finite(tensor, isfinite=torch.isfinite, chunk=FINITE_CHUNK):
     if not tensor.is_contiguous() or tensor.numel() <= chunk:
         return bool(isfinite(tensor).all())
     flat = tensor.view(-1)
-    return all(bool(isfinite(flat[i:i + chunk]).all()) for i in range(0, flat.numel(), chunk))
+    return all(bool(isfinite(flat[i : i + chunk]).all()) for i in range(0, flat.numel(), chunk))
 
 
 def is_cuda_fault(exc):
@@ -111,7 +120,7 @@ def is_cuda_fault(exc):
 
 def error_text(exc, limit=6000):
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return text if len(text) <= limit else text[:limit // 3] + "\n[...]\n" + text[-2 * limit // 3:]
+    return text if len(text) <= limit else text[: limit // 3] + "\n[...]\n" + text[-2 * limit // 3 :]
 
 
 def sample_indices(numel, seed, count):

@@ -2,6 +2,7 @@
 
 `ncu ... python -m sandbox.workers.kernels reference|candidate PROBLEM SOLUTION DEVICE SEED`
 """
+
 import sys
 
 import torch

@@ -4,6 +4,7 @@ the reference, and checks candidate outputs against outputs it computes itself f
 It runs before any solution code is imported and in its own process, so a solution can neither slow the
 baselines nor see the reference outputs (they are computed after the candidate has written its own).
 """
+
 import copy
 import hashlib
 import json
@@ -46,8 +47,10 @@ def validate(module, device, init_seed, seed):
     """The problem's model and its spec; raises ValueError with a message a problem author can act on."""
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
-            raise ValueError(f"the problem defines no {name}: a KernelBench problem needs class Model(nn.Module), "
-                             f"get_inputs() and get_init_inputs()")
+            raise ValueError(
+                f"the problem defines no {name}: a KernelBench problem needs class Model(nn.Module), "
+                f"get_inputs() and get_init_inputs()"
+            )
     if not (isinstance(module.Model, type) and issubclass(module.Model, torch.nn.Module)):
         raise ValueError("Model must be a subclass of torch.nn.Module")
     try:
@@ -72,22 +75,32 @@ def validate(module, device, init_seed, seed):
             raise ValueError(f"Model.forward failed on get_inputs(): {type(exc).__name__}: {exc}") from exc
         tensors = tensors_of(out)
         if tensors is None:
-            raise ValueError(f"Model.forward returned {type(out).__name__}; it must return a tensor or a tuple "
-                             f"of tensors")
+            raise ValueError(
+                f"Model.forward returned {type(out).__name__}; it must return a tensor or a tuple of tensors"
+            )
         runs.append((inputs, tensors))
     (in1, out1), (in2, out2) = runs
     for a, b in zip(in1, in2):
         if isinstance(a, torch.Tensor) and not torch.equal(a, b):
-            raise ValueError("get_inputs() is not deterministic under a fixed seed: draw inputs with torch's "
-                             "random functions (seeded by the harness), not from other sources")
+            raise ValueError(
+                "get_inputs() is not deterministic under a fixed seed: draw inputs with torch's "
+                "random functions (seeded by the harness), not from other sources"
+            )
     for a, b in zip(out1, out2):
-        same = torch.equal(a, b) if not a.is_floating_point() else torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+        same = (
+            torch.equal(a, b)
+            if not a.is_floating_point()
+            else torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
+        )
         if not same:
-            raise ValueError("Model.forward is not deterministic: two runs on the same inputs differ (dropout in "
-                             "training mode, or another random operator?)")
+            raise ValueError(
+                "Model.forward is not deterministic: two runs on the same inputs differ (dropout in "
+                "training mode, or another random operator?)"
+            )
     ptrs = {t.data_ptr() for t in in1 if isinstance(t, torch.Tensor)}
     spec = {
-        "inputs": spec_of(in1), "outputs": spec_of(out1 if len(out1) > 1 else out1[0]),
+        "inputs": spec_of(in1),
+        "outputs": spec_of(out1 if len(out1) > 1 else out1[0]),
         "output_bytes": sum(t.numel() * t.element_size() for t in out1),
         "input_bytes": sum(t.numel() * t.element_size() for t in in1 if isinstance(t, torch.Tensor)),
         "aliases_input": any(t.data_ptr() in ptrs for t in out1),
@@ -127,9 +140,14 @@ def shape_variants(module, model, device, seed):
             if declared:
                 raise ValueError(f"{where}: Model.forward returned {type(out).__name__}, not tensors")
             continue
-        found.append({**variant, "shapes": describe_shapes(spec_of(inputs)),
-                      "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
-                      "output_bytes": sum(t.numel() * t.element_size() for t in tensors)})
+        found.append(
+            {
+                **variant,
+                "shapes": describe_shapes(spec_of(inputs)),
+                "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
+                "output_bytes": sum(t.numel() * t.element_size() for t in tensors),
+            }
+        )
         scales.add(variant.get("scale"))
         inputs = out = tensors = None
     return found
@@ -183,7 +201,9 @@ def baselines(model, module, device, config, seeds, input_bytes):
                 result[f"eager{suffix}"], protocol = eager.to_json(), protocol or eager.protocol
                 if compiled.get(suffix) is not None:
                     try:
-                        result[f"compiled{suffix}"] = measure(compiled[suffix], sets, device, config, protocol).to_json()
+                        result[f"compiled{suffix}"] = measure(
+                            compiled[suffix], sets, device, config, protocol
+                        ).to_json()
                     except Exception as exc:  # noqa: BLE001
                         result[f"compiled{suffix}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
     result["protocol"] = protocol
@@ -225,7 +245,9 @@ def serve(channel):
         model, spec = validate(module, device, start["init_seed"], start["validation_seed"])
         variants = shape_variants(module, model, device, start["validation_seed"]) if start.get("shape_check") else []
     except Exception as exc:  # noqa: BLE001 -- every failure becomes the problem's error message
-        reason = str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
+        reason = (
+            str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
+        )
         channel.send("invalid", reason=reason, log=error_text(exc))
         return
     ready = {"spec": spec, "variants": variants}
@@ -236,9 +258,12 @@ def serve(channel):
         if cached is not None:
             ready["baselines"] = cached
         else:
-            ready["baselines"], sets = baselines(model, module, device, config, start["timing_seeds"], spec["input_bytes"])
+            ready["baselines"], sets = baselines(
+                model, module, device, config, start["timing_seeds"], spec["input_bytes"]
+            )
     if start.get("profile"):
         from sandbox.profiling import kernel_table
+
         first = (sets or timing_sets(module, start["timing_seeds"][:1], device, config, spec["input_bytes"]))[0]
         ready["profile"] = kernel_table(lambda: model(*first), device)
     sets = first = None  # free the timing inputs before the trials, and give their memory to the candidate
@@ -250,7 +275,11 @@ def serve(channel):
         if msg["kind"] != "check":
             return
         variant = msg.get("variant")
-        inputs = variant_inputs(module, variant, msg["seed"], device) if variant else make_inputs(module, msg["seed"], device)
+        inputs = (
+            variant_inputs(module, variant, msg["seed"], device)
+            if variant
+            else make_inputs(module, msg["seed"], device)
+        )
         with torch.no_grad():
             reference = tensors_of(model(*inputs))
         inputs = None
@@ -278,8 +307,10 @@ class Float64Reference:
         self._thread.start()
 
     def _inputs(self, seed):
-        return [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-                for t in make_inputs(self.module, seed, self.device)]
+        return [
+            t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+            for t in make_inputs(self.module, seed, self.device)
+        ]
 
     def _run(self, seed):
         with torch.no_grad():
@@ -305,8 +336,11 @@ class Float64Reference:
             return {"fp64_error": self.failed}
         solution_abs, solution_rel = precise_errors(precise, got)
         reference_abs, _ = precise_errors(precise, expected)
-        return {"max_abs_error_fp64": solution_abs, "max_rel_error_fp64": solution_rel,
-                "reference_abs_error_fp64": reference_abs}
+        return {
+            "max_abs_error_fp64": solution_abs,
+            "max_rel_error_fp64": solution_rel,
+            "reference_abs_error_fp64": reference_abs,
+        }
 
 
 if __name__ == "__main__":

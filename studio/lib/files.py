@@ -1,4 +1,5 @@
 """Checks on a workspace's files sent from the editor: the paths the sandbox builds, text only, within a size."""
+
 import posixpath
 
 TOP_FILES = ("model_new.py", "binding.cpp")
@@ -21,8 +22,10 @@ def check_files(files, limit_bytes):
         if path != normal or path.startswith("/") or ".." in path.split("/"):
             raise BadFiles(f"{path!r} is not a plain relative path (no '..', no leading '/')")
         if path not in TOP_FILES and not (path.startswith("kernels/") and path.endswith(KERNEL_SUFFIXES)):
-            raise BadFiles(f"{path!r} is not a solution file: use model_new.py, binding.cpp or "
-                           f"kernels/NAME with one of {', '.join(KERNEL_SUFFIXES)}")
+            raise BadFiles(
+                f"{path!r} is not a solution file: use model_new.py, binding.cpp or "
+                f"kernels/NAME with one of {', '.join(KERNEL_SUFFIXES)}"
+            )
         if "\x00" in text:
             raise BadFiles(f"{path} holds a NUL character: files must be text")
         try:

@@ -1,4 +1,5 @@
 """What a job leaves running: adopt it (a child subreaper), find it (our children), end it (SIGKILL, reaped)."""
+
 import ctypes
 import logging
 import signal
@@ -33,8 +34,11 @@ def end_children(keep=(), patience_s=30.0):
         if not left:
             return len(ended)
         if time.monotonic() > deadline:
-            log.warning("processes %s did not die within %.0f s of SIGKILL (uninterruptible I/O?); left to init",
-                        [child.pid for child in left], patience_s)
+            log.warning(
+                "processes %s did not die within %.0f s of SIGKILL (uninterruptible I/O?); left to init",
+                [child.pid for child in left],
+                patience_s,
+            )
             return len(ended)
         family = []
         for child in left:

@@ -1,5 +1,6 @@
 """Scratch folders of jobs under one root, each locked while its job lives, so any process may sweep those whose job
 is gone (its worker killed) and never one still in use."""
+
 import fcntl
 import os
 import shutil
@@ -27,8 +28,9 @@ def claim(root, name):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise FileExistsError(f"the scratch folder {path} is held by another live process: each job needs a name "
-                              f"of its own") from None
+        raise FileExistsError(
+            f"the scratch folder {path} is held by another live process: each job needs a name of its own"
+        ) from None
     return Scratch(path, fd)
 
 

@@ -19,9 +19,11 @@ def local_secret_key(folder: Path) -> str:
             _create(path)
         key = path.read_text().strip()
     except OSError as e:
-        raise ImproperlyConfigured(f"no SECRET_KEY is set and the generated one in {path} cannot be kept: "
-                                   f"{e.strerror}; set SECRET_KEY or SECRET_KEY_FILE, or make KS_CACHE_DIR "
-                                   "writable") from None
+        raise ImproperlyConfigured(
+            f"no SECRET_KEY is set and the generated one in {path} cannot be kept: "
+            f"{e.strerror}; set SECRET_KEY or SECRET_KEY_FILE, or make KS_CACHE_DIR "
+            "writable"
+        ) from None
     if not key:
         raise ImproperlyConfigured(f"{path} is empty: delete it to have a new key generated, or set SECRET_KEY")
     return key

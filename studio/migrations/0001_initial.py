@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,78 +14,146 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Problem',
+            name="Problem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('source', models.TextField()),
-                ('sha256', models.CharField(db_index=True, max_length=64)),
-                ('spec', models.JSONField(default=dict, help_text='input and output shapes and dtypes')),
-                ('device', models.CharField(default='cpu', max_length=8)),
-                ('eager_ms', models.FloatField(blank=True, null=True)),
-                ('compiled_ms', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='problems', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("source", models.TextField()),
+                ("sha256", models.CharField(db_index=True, max_length=64)),
+                ("spec", models.JSONField(default=dict, help_text="input and output shapes and dtypes")),
+                ("device", models.CharField(default="cpu", max_length=8)),
+                ("eager_ms", models.FloatField(blank=True, null=True)),
+                ("compiled_ms", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="problems",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='KernelVersion',
+            name="KernelVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('author', models.CharField(default='agent', help_text='agent, or the username of an editor', max_length=20)),
-                ('files', models.JSONField(default=dict, help_text='relative path -> text of the workspace')),
-                ('verdict', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='studio.kernelversion')),
-                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='studio.problem')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "author",
+                    models.CharField(default="agent", help_text="agent, or the username of an editor", max_length=20),
+                ),
+                ("files", models.JSONField(default=dict, help_text="relative path -> text of the workspace")),
+                ("verdict", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="studio.kernelversion",
+                    ),
+                ),
+                (
+                    "problem",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="studio.problem"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at'],
+                "ordering": ["created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy', models.CharField(default='heuristic', max_length=40)),
-                ('device', models.CharField(default='cpu', max_length=8)),
-                ('max_turns', models.PositiveIntegerField(default=60)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=12)),
-                ('job_id', models.CharField(blank=True, max_length=64)),
-                ('error', models.TextField(blank=True)),
-                ('last_seq', models.PositiveIntegerField(default=0, help_text='sequence number of the newest event')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('best_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='studio.kernelversion')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to=settings.AUTH_USER_MODEL)),
-                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='studio.problem')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("policy", models.CharField(default="heuristic", max_length=40)),
+                ("device", models.CharField(default="cpu", max_length=8)),
+                ("max_turns", models.PositiveIntegerField(default=60)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("job_id", models.CharField(blank=True, max_length=64)),
+                ("error", models.TextField(blank=True)),
+                ("last_seq", models.PositiveIntegerField(default=0, help_text="sequence number of the newest event")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "best_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="studio.kernelversion",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "problem",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="studio.problem"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='kernelversion',
-            name='run',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='versions', to='studio.run'),
+            model_name="kernelversion",
+            name="run",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="versions",
+                to="studio.run",
+            ),
         ),
         migrations.CreateModel(
-            name='RunEvent',
+            name="RunEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(max_length=20)),
-                ('payload', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='studio.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveIntegerField()),
+                ("kind", models.CharField(max_length=20)),
+                ("payload", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="studio.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'seq'), name='one_event_per_seq')],
+                "ordering": ["run", "seq"],
+                "constraints": [models.UniqueConstraint(fields=("run", "seq"), name="one_event_per_seq")],
             },
         ),
     ]

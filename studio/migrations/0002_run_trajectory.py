@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0001_initial'),
+        ("studio", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='trajectory',
-            field=models.JSONField(blank=True, help_text='the finished episode, for download', null=True),
+            model_name="run",
+            name="trajectory",
+            field=models.JSONField(blank=True, help_text="the finished episode, for download", null=True),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0002_run_trajectory'),
+        ("studio", "0002_run_trajectory"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='kernelversion',
-            name='package',
+            model_name="kernelversion",
+            name="package",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='kernelversion',
-            name='package_error',
+            model_name="kernelversion",
+            name="package_error",
             field=models.TextField(blank=True),
         ),
     ]

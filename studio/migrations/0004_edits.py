@@ -6,45 +6,90 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0003_version_package'),
+        ("studio", "0003_version_package"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='kernelversion',
-            name='human_edit',
-            field=models.BooleanField(default=False, help_text='kept from the editor by a person'),
+            model_name="kernelversion",
+            name="human_edit",
+            field=models.BooleanField(default=False, help_text="kept from the editor by a person"),
         ),
         migrations.AddField(
-            model_name='run',
-            name='start_version',
-            field=models.ForeignKey(blank=True, help_text='the version whose files the episode starts from (handed back)', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='handed_back_runs', to='studio.kernelversion'),
+            model_name="run",
+            name="start_version",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="the version whose files the episode starts from (handed back)",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="handed_back_runs",
+                to="studio.kernelversion",
+            ),
         ),
         migrations.AlterField(
-            model_name='kernelversion',
-            name='author',
-            field=models.CharField(default='agent', help_text='agent, or the username of an editor', max_length=150),
+            model_name="kernelversion",
+            name="author",
+            field=models.CharField(default="agent", help_text="agent, or the username of an editor", max_length=150),
         ),
         migrations.CreateModel(
-            name='Evaluation',
+            name="Evaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('files', models.JSONField(default=dict, help_text='relative path -> text of the edited workspace')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=8)),
-                ('verdict', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True, help_text='why no verdict was reached')),
-                ('job_id', models.CharField(blank=True, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('base', models.ForeignKey(help_text='the version the edit started from', on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='studio.kernelversion')),
-                ('kept_version', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='kept_from', to='studio.kernelversion')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(help_text='whose stream carries the verdict', on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='studio.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("files", models.JSONField(default=dict, help_text="relative path -> text of the edited workspace")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("verdict", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True, help_text="why no verdict was reached")),
+                ("job_id", models.CharField(blank=True, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "base",
+                    models.ForeignKey(
+                        help_text="the version the edit started from",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluations",
+                        to="studio.kernelversion",
+                    ),
+                ),
+                (
+                    "kept_version",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="kept_from",
+                        to="studio.kernelversion",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        help_text="whose stream carries the verdict",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluations",
+                        to="studio.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -6,35 +6,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0004_edits'),
+        ("studio", "0004_edits"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BenchEvaluation',
+            name="BenchEvaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('policy', models.CharField(default='heuristic', max_length=40)),
-                ('model', models.CharField(blank=True, help_text='model name or checkpoint path, if any', max_length=300)),
-                ('device', models.CharField(default='cpu', max_length=8)),
-                ('levels', models.CharField(default='1,2,3', help_text='comma-separated KernelBench levels', max_length=20)),
-                ('limit', models.PositiveIntegerField(blank=True, help_text='at most this many problems per level', null=True)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=8)),
-                ('job_id', models.CharField(blank=True, max_length=64)),
-                ('folder', models.CharField(blank=True, help_text="the evaluation's folder (results, episodes)", max_length=500)),
-                ('progress', models.JSONField(default=dict, help_text='{"done": n, "total": m, "correct": k}')),
-                ('metrics', models.JSONField(blank=True, help_text="the folder's metrics.json", null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='bench_evaluations', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("policy", models.CharField(default="heuristic", max_length=40)),
+                (
+                    "model",
+                    models.CharField(blank=True, help_text="model name or checkpoint path, if any", max_length=300),
+                ),
+                ("device", models.CharField(default="cpu", max_length=8)),
+                (
+                    "levels",
+                    models.CharField(default="1,2,3", help_text="comma-separated KernelBench levels", max_length=20),
+                ),
+                (
+                    "limit",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="at most this many problems per level", null=True
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        db_index=True,
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("job_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "folder",
+                    models.CharField(
+                        blank=True, help_text="the evaluation's folder (results, episodes)", max_length=500
+                    ),
+                ),
+                ("progress", models.JSONField(default=dict, help_text='{"done": n, "total": m, "correct": k}')),
+                ("metrics", models.JSONField(blank=True, help_text="the folder's metrics.json", null=True)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="bench_evaluations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

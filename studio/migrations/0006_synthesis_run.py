@@ -6,32 +6,49 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0005_bench_evaluation'),
+        ("studio", "0005_bench_evaluation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SynthesisRun',
+            name="SynthesisRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('count', models.PositiveIntegerField(help_text='tasks to keep')),
-                ('device', models.CharField(default='cuda', max_length=8)),
-                ('workers', models.PositiveIntegerField(default=1)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=8)),
-                ('job_id', models.CharField(blank=True, max_length=64)),
-                ('dataset', models.CharField(blank=True, help_text="the dataset's JSONL path", max_length=500)),
-                ('summary', models.JSONField(blank=True, help_text="the dataset's summary.json when the run ended", null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='synthesis_runs', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("count", models.PositiveIntegerField(help_text="tasks to keep")),
+                ("device", models.CharField(default="cuda", max_length=8)),
+                ("workers", models.PositiveIntegerField(default=1)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        db_index=True,
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("job_id", models.CharField(blank=True, max_length=64)),
+                ("dataset", models.CharField(blank=True, help_text="the dataset's JSONL path", max_length=500)),
+                (
+                    "summary",
+                    models.JSONField(blank=True, help_text="the dataset's summary.json when the run ended", null=True),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="synthesis_runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

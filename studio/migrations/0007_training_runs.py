@@ -6,56 +6,114 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0006_synthesis_run'),
+        ("studio", "0006_synthesis_run"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='benchevaluation',
-            name='sandbox',
-            field=models.CharField(default='strict', help_text='the sandbox setting, or settings compared side by side (comma-separated)', max_length=100),
+            model_name="benchevaluation",
+            name="sandbox",
+            field=models.CharField(
+                default="strict",
+                help_text="the sandbox setting, or settings compared side by side (comma-separated)",
+                max_length=100,
+            ),
         ),
         migrations.CreateModel(
-            name='TrainingRun',
+            name="TrainingRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('config', models.TextField(help_text="the run's YAML config, as submitted")),
-                ('overrides', models.JSONField(blank=True, default=list, help_text='KEY=VALUE overrides (--set), in order')),
-                ('stage', models.CharField(blank=True, help_text="run only this stage (empty: the config's stages)", max_length=20)),
-                ('device', models.CharField(default='cpu', help_text="the config's episode.device", max_length=8)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('stopped', 'Stopped')], db_index=True, default='queued', max_length=8)),
-                ('job_id', models.CharField(blank=True, max_length=64)),
-                ('folder', models.CharField(blank=True, help_text='the run folder (checkpoints, metrics, logs)', max_length=500)),
-                ('current_stage', models.CharField(blank=True, help_text='the stage of the newest metrics record', max_length=20)),
-                ('last_metrics', models.JSONField(blank=True, help_text='the newest record of metrics.jsonl', null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='training_runs', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("config", models.TextField(help_text="the run's YAML config, as submitted")),
+                (
+                    "overrides",
+                    models.JSONField(blank=True, default=list, help_text="KEY=VALUE overrides (--set), in order"),
+                ),
+                (
+                    "stage",
+                    models.CharField(
+                        blank=True, help_text="run only this stage (empty: the config's stages)", max_length=20
+                    ),
+                ),
+                ("device", models.CharField(default="cpu", help_text="the config's episode.device", max_length=8)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("stopped", "Stopped"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("job_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "folder",
+                    models.CharField(
+                        blank=True, help_text="the run folder (checkpoints, metrics, logs)", max_length=500
+                    ),
+                ),
+                (
+                    "current_stage",
+                    models.CharField(blank=True, help_text="the stage of the newest metrics record", max_length=20),
+                ),
+                (
+                    "last_metrics",
+                    models.JSONField(blank=True, help_text="the newest record of metrics.jsonl", null=True),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="training_runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ServedCheckpoint',
+            name="ServedCheckpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stage', models.CharField(max_length=20)),
-                ('step', models.PositiveIntegerField()),
-                ('path', models.CharField(help_text='the exported transformers folder (actor and tokenizer)', max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('training_run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='served', to='studio.trainingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("stage", models.CharField(max_length=20)),
+                ("step", models.PositiveIntegerField()),
+                (
+                    "path",
+                    models.CharField(
+                        help_text="the exported transformers folder (actor and tokenizer)", max_length=500
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "training_run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="served", to="studio.trainingrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(fields=('training_run', 'stage', 'step'), name='serve_once')],
+                "ordering": ["-created_at"],
+                "constraints": [models.UniqueConstraint(fields=("training_run", "stage", "step"), name="serve_once")],
             },
         ),
     ]

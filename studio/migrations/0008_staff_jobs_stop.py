@@ -4,20 +4,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studio', '0007_training_runs'),
+        ("studio", "0007_training_runs"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='benchevaluation',
-            name='status',
-            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('stopped', 'Stopped')], db_index=True, default='queued', max_length=8),
+            model_name="benchevaluation",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                    ("stopped", "Stopped"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=8,
+            ),
         ),
         migrations.AlterField(
-            model_name='synthesisrun',
-            name='status',
-            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('stopped', 'Stopped')], db_index=True, default='queued', max_length=8),
+            model_name="synthesisrun",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("queued", "Queued"),
+                    ("running", "Running"),
+                    ("done", "Done"),
+                    ("failed", "Failed"),
+                    ("stopped", "Stopped"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=8,
+            ),
         ),
     ]

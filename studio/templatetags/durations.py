@@ -1,4 +1,5 @@
 """`{{ seconds|duration }}`: a time span for people (45 s, 3 min 12 s, 2 h 05 min)."""
+
 from django import template
 
 register = template.Library()

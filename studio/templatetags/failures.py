@@ -1,4 +1,5 @@
 """`{% failure error %}`: a stored error as a sentence to act on, with the raw text folded (studio.failures)."""
+
 from django import template
 
 from studio.failures import explain

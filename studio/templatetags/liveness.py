@@ -1,4 +1,5 @@
 """`{% worker_indicator job_id %}`: the live/offline indicator of a job's worker (studio.liveness)."""
+
 from django import template
 
 from studio import queues

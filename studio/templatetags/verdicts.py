@@ -1,4 +1,5 @@
 """`{% verdict_panel verdict %}`: a verdict shown answer first (studio.verdicts), with its speedup bars."""
+
 from django import template
 
 from studio.charts import speedup_bars
@@ -11,5 +12,10 @@ register = template.Library()
 def verdict_panel(verdict, title="Verdict", panel_id="", empty="Not evaluated yet."):
     """VERDICT is a verdict's JSON dict (or None: EMPTY is shown)."""
     shown = view(verdict)
-    return {"v": shown, "title": title, "panel_id": panel_id, "empty": empty,
-            "bars": speedup_bars(shown.speedups) if shown else ""}
+    return {
+        "v": shown,
+        "title": title,
+        "panel_id": panel_id,
+        "empty": empty,
+        "bars": speedup_bars(shown.speedups) if shown else "",
+    }

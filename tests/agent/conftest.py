@@ -6,6 +6,7 @@ The model is a 190k-parameter Mistral with a tokenizer trained here (no hub down
 trained for two seconds to answer every turn with one tool call. Its attention window is 32 tokens, so
 what it learned on short windows holds at any position of the long real prompts.
 """
+
 import json
 import os
 import shutil
@@ -42,7 +43,7 @@ def ks_cache_dir():
     shutil.rmtree(_CACHE, ignore_errors=True)
 
 
-RELU = '''
+RELU = """
 import torch
 import torch.nn as nn
 
@@ -61,11 +62,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # A correct CPU solution of RELU, as the native workspace files an agent would write.
 RELU_SOLUTION = {
-    "model_new.py": '''
+    "model_new.py": """
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -79,8 +80,8 @@ RELU_SOLUTION = {
 
             def forward(self, x):
                 return ext.relu(x.contiguous())
-        ''',
-    "binding.cpp": '''
+        """,
+    "binding.cpp": """
         #include <torch/csrc/stable/library.h>
         #include <torch/csrc/stable/ops.h>
         #include <torch/csrc/stable/tensor.h>
@@ -97,15 +98,15 @@ RELU_SOLUTION = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("relu(Tensor x) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("relu", TORCH_BOX(&relu)); }
-        ''',
-    "kernels/relu.cpp": '''
+        """,
+    "kernels/relu.cpp": """
         #include <algorithm>
         #include <cstdint>
 
         void relu_forward(const float* x, float* y, int64_t n) {
             for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
         }
-        ''',
+        """,
 }
 RELU_SOLUTION = {k: textwrap.dedent(v).lstrip("\n") for k, v in RELU_SOLUTION.items()}
 
@@ -120,13 +121,21 @@ def relu_problem(tmp_path):
 @pytest.fixture
 def fast_eval():
     """A quick CPU evaluation: no torch.compile baseline, a short timing budget."""
-    return EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.2, warmup_s=0.05, min_samples=10,
-                      max_samples=100, timeout_s=120)
+    return EvalConfig(
+        device="cpu",
+        compiled_baseline=False,
+        time_budget_s=0.2,
+        warmup_s=0.05,
+        min_samples=10,
+        max_samples=100,
+        timeout_s=120,
+    )
 
 
 class ScriptedPolicy(Policy):
     """A real policy that replays a fixed list of turns (each a list of (tool name, arguments)), then reads
     problem.py forever. It records what it was given, as a model server would see it."""
+
     name = "scripted"
 
     def __init__(self, turns, delay_s=0.0):
@@ -141,8 +150,10 @@ class ScriptedPolicy(Policy):
         step = self.turns.pop(0) if self.turns else [("read_file", {"path": "problem.py"})]
         if isinstance(step, Action):
             return step
-        return Action(thought=f"step {len(self.seen)}",
-                      tool_calls=[ToolCall(name=name, arguments=dict(args)) for name, args in step])
+        return Action(
+            thought=f"step {len(self.seen)}",
+            tool_calls=[ToolCall(name=name, arguments=dict(args)) for name, args in step],
+        )
 
     def observe(self, turn):
         self.observed.append(turn)
@@ -165,7 +176,9 @@ def relu_solution():
 
 
 # -- the tiny served model -----------------------------------------------------------------------------------
-ANSWER = 'Reading the problem first.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "problem.py"}}\n</tool_call>'
+ANSWER = (
+    'Reading the problem first.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "problem.py"}}\n</tool_call>'
+)
 WINDOW = 24
 
 
@@ -174,15 +187,31 @@ def _training_contexts():
     from agent.context import NO_TOOL_CALL
     from agent.loop import SYSTEM, TASK
     from agent.workspace import SKILL
-    task = TASK.format(device_name="CPU", device="cpu", source=textwrap.dedent(RELU).strip(),
-                       listing="problem.py", max_turns=60, wall="")
+
+    task = TASK.format(
+        device_name="CPU",
+        device="cpu",
+        source=textwrap.dedent(RELU).strip(),
+        listing="problem.py",
+        max_turns=60,
+        wall="",
+    )
     opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()}, {"role": "user", "content": task}]
     call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "problem.py"}'}}
     contexts = [opening]
-    for result in ("problem.py (14 lines)\nimport torch", "error: x does not exist", "verify: ok, reward 0\n[best]",
-                   "wrote model_new.py (3 lines)"):
-        contexts.append(opening + [{"role": "assistant", "content": "", "tool_calls": [call]},
-                                   {"role": "tool", "tool_call_id": "c", "content": result}])
+    for result in (
+        "problem.py (14 lines)\nimport torch",
+        "error: x does not exist",
+        "verify: ok, reward 0\n[best]",
+        "wrote model_new.py (3 lines)",
+    ):
+        contexts.append(
+            opening
+            + [
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c", "content": result},
+            ]
+        )
     contexts.append(opening + [{"role": "assistant", "content": "hm"}, {"role": "user", "content": NO_TOOL_CALL}])
     return contexts
 
@@ -197,21 +226,28 @@ def build_tiny_model(folder, arch="mistral"):
     from agent.policies.base import template_messages
     from agent.tools import SCHEMAS
     from agent.workspace import SKILL
+
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     corpus = [SKILL.read_text(), json.dumps(SCHEMAS), textwrap.dedent(RELU), ANSWER] * 2
-    tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=2000, special_tokens=special,
-                                                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   chat_template=CHAT_TEMPLATE)
+    tokenizer.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=2000, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
+    )
     fast.add_tokens(["<tool_call>", "</tool_call>"])
     answer = fast(ANSWER + "<|im_end|>", add_special_tokens=False)["input_ids"]
     rows = []
     for messages in _training_contexts():
-        prompt = fast.apply_chat_template(template_messages(messages), tools=SCHEMAS, add_generation_prompt=True,
-                                          tokenize=False)
+        prompt = fast.apply_chat_template(
+            template_messages(messages), tools=SCHEMAS, add_generation_prompt=True, tokenize=False
+        )
         rows.append(fast(prompt, add_special_tokens=False)["input_ids"][-WINDOW:] + answer)
     ids = torch.tensor(rows)
     labels = ids.clone()
@@ -219,12 +255,22 @@ def build_tiny_model(folder, arch="mistral"):
     torch.manual_seed(0)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended ones
-    shape = dict(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=32768,
-                 eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
-                 tie_word_embeddings=True)
+    shape = dict(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=32768,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
     if arch == "qwen2":
         from transformers import Qwen2Config, Qwen2ForCausalLM
+
         # Every layer attends to the last 32 tokens, as the Mistral one does: it was trained on prompts' tails.
         model = Qwen2ForCausalLM(Qwen2Config(use_sliding_window=True, sliding_window=32, max_window_layers=0, **shape))
     else:
@@ -255,9 +301,26 @@ def tiny_model(tmp_path_factory):
 
 def start_server(model, *flags):
     """`python -m agent.serve` on a free loopback port; returns the process (its first line names the URL)."""
-    return subprocess.Popen([sys.executable, "-m", "agent.serve", "--model", str(model), "--name", "tiny",
-                             "--port", "0", "--device", "cpu", *flags], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agent.serve",
+            "--model",
+            str(model),
+            "--name",
+            "tiny",
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            *flags,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def wait_for_url(proc, timeout=180):
@@ -279,6 +342,7 @@ def serve_in_thread(policy, **modes):
     from http.server import ThreadingHTTPServer
 
     from agent.serve import Server, handler
+
     server = Server(policy, "tiny", **modes)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(server))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -290,13 +354,18 @@ def servers(tiny_model):
     """The tiny model served three ways: by `python -m agent.serve` (normal), and by the same server code in
     threads of this process sharing one loaded model: --malformed, and --unavailable-first 2 (flaky)."""
     from agent.policies.transformers_policy import TransformersPolicy
+
     proc = start_server(tiny_model)
     threaded = []
     try:
         policy = TransformersPolicy(tiny_model, device="cpu")
         threaded = [serve_in_thread(policy, malformed=True), serve_in_thread(policy, unavailable_first=2)]
-        yield {"normal": wait_for_url(proc), "malformed": threaded[0][2], "flaky": threaded[1][2],
-               "flaky_server": threaded[1][1]}
+        yield {
+            "normal": wait_for_url(proc),
+            "malformed": threaded[0][2],
+            "flaky": threaded[1][2],
+            "flaky_server": threaded[1][1],
+        }
     finally:
         for httpd, _, _ in threaded:
             httpd.shutdown()

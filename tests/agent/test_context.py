@@ -1,4 +1,5 @@
 """Context management: observations cut with a note, old turns condensed near the budget."""
+
 from agent.context import NO_TOOL_CALL, Context, truncate
 from agent.trajectory import ToolCall, Turn
 
@@ -6,9 +7,18 @@ OPENING = [{"role": "system", "content": "skill " * 100}, {"role": "user", "cont
 
 
 def _turn(index, size=3000):
-    return Turn(index=index, thought=f"thinking {index}",
-                tool_calls=[ToolCall("read_file", {"path": f"f{index}.cu"}, id=f"c{index}",
-                                     observation=f"f{index}.cu (9 lines)\n" + "x" * size)])
+    return Turn(
+        index=index,
+        thought=f"thinking {index}",
+        tool_calls=[
+            ToolCall(
+                "read_file",
+                {"path": f"f{index}.cu"},
+                id=f"c{index}",
+                observation=f"f{index}.cu (9 lines)\n" + "x" * size,
+            )
+        ],
+    )
 
 
 def test_long_observations_are_truncated_with_a_note():
@@ -23,8 +33,11 @@ def test_messages_follow_the_openai_format():
     turns = [_turn(1), Turn(index=2, thought="hmm")]
     messages = Context(OPENING, budget_tokens=100000).messages(turns)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "user"]
-    assert messages[2]["tool_calls"][0] == {"id": "c1", "type": "function",
-                                            "function": {"name": "read_file", "arguments": '{"path": "f1.cu"}'}}
+    assert messages[2]["tool_calls"][0] == {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "f1.cu"}'},
+    }
     assert messages[3]["tool_call_id"] == "c1"
     assert messages[5]["content"] == NO_TOOL_CALL
 
@@ -37,7 +50,7 @@ def test_old_turns_are_condensed_when_the_context_nears_its_budget():
         turns.append(_turn(index))
         messages = context.messages(turns, notes="[best so far: none]")
         sizes.append(sum(len(str(m)) for m in messages))
-        if previous is not None and messages[:len(previous)] != previous:
+        if previous is not None and messages[: len(previous)] != previous:
             condensations += 1
         previous = messages
     assert max(sizes) < 8000 * 3 * 1.1

@@ -1,6 +1,7 @@
 """The exported solution.py (issue 22): a plain KernelBench solution, its sources inline and built by load_inline,
 importing nothing but torch: it runs in a fresh virtual environment that holds only torch, and the sandbox evaluates
 it through its fast load_inline inside the jail."""
+
 import ast
 import importlib.metadata
 import json
@@ -22,8 +23,11 @@ CPU_ADD_RELU = ROOT / "agent" / "reference" / "cpu_add_relu"
 
 
 def workspace_files(folder):
-    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(folder)): p.read_text()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts
+    }
 
 
 def _requirements(name):
@@ -47,19 +51,29 @@ def torch_only_python(root):
     download): kernel-studio, numpy and everything else this environment holds are absent. Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     here = Path(sysconfig.get_path("purelib"))
     for name in _requirements("torch"):
         dist = importlib.metadata.distribution(name)
-        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..") and Path(str(f)).parts[0] != "__pycache__"}
+        tops = {
+            Path(str(f)).parts[0]
+            for f in dist.files or []
+            if not str(f).startswith("..") and Path(str(f)).parts[0] != "__pycache__"
+        }
         for top in tops:
             if (here / top).exists() and not (purelib / top).exists():
                 os.symlink(here / top, purelib / top)
     return python
 
 
-RUN_EXPORTED = '''
+RUN_EXPORTED = """
 import importlib.util, json, sys
 import torch
 
@@ -81,7 +95,7 @@ for batch in (128, 37):  # the problem's rows, and another count
     errors.append(float((model(x, y) - model_new(x, y)).abs().max()))
 project = [m for m in sys.modules if m.split(".")[0] in ("sandbox", "agent", "training", "studio", "numpy")]
 print(json.dumps({"errors": errors, "project_modules": project}))
-'''
+"""
 
 
 def test_an_exported_solution_runs_in_a_fresh_environment_with_only_torch(tmp_path):
@@ -91,12 +105,21 @@ def test_an_exported_solution_runs_in_a_fresh_environment_with_only_torch(tmp_pa
     script.write_text(RUN_EXPORTED)
     python = torch_only_python(tmp_path / "venv")
     # Nothing of this project or its other dependencies can be imported there.
-    probe = subprocess.run([str(python), "-c", "import sandbox"], check=False, capture_output=True, text=True, cwd=tmp_path)
+    probe = subprocess.run(
+        [str(python), "-c", "import sandbox"], check=False, capture_output=True, text=True, cwd=tmp_path
+    )
     assert "No module named 'sandbox'" in probe.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KS_CACHE_DIR")}
     env["TORCH_EXTENSIONS_DIR"] = str(tmp_path / "torch_extensions")
-    proc = subprocess.run([str(python), str(script), str(CPU_ADD_RELU / "problem.py"), str(exported)],
-                          check=False, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    proc = subprocess.run(
+        [str(python), str(script), str(CPU_ADD_RELU / "problem.py"), str(exported)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["project_modules"] == []
@@ -105,6 +128,7 @@ def test_an_exported_solution_runs_in_a_fresh_environment_with_only_torch(tmp_pa
 
 def test_the_sandbox_evaluates_an_exported_solution_through_its_fast_load_inline(tmp_path, fast_eval):
     from sandbox import evaluate
+
     exported = tmp_path / "solution.py"
     exported.write_text(solution_source(workspace_files(CPU_ADD_RELU)))
     v = evaluate(CPU_ADD_RELU / "problem.py", exported, fast_eval)
@@ -125,7 +149,7 @@ def test_the_export_imports_nothing_but_torch(tmp_path):
 
 HEADERS = {
     "model_new.py": "from __future__ import annotations\nimport torch.nn as nn\nfrom sandbox.native import "
-                    "load_extension\n\nops = load_extension(__file__)\n\nclass ModelNew(nn.Module):\n    pass\n",
+    "load_extension\n\nops = load_extension(__file__)\n\nclass ModelNew(nn.Module):\n    pass\n",
     "binding.cpp": "#include <torch/csrc/stable/library.h>\nSTABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {}\n",
     "kernels/a.cu": '#include "common.cuh"\n#define BLOCK 256\n__global__ void a() {}\n',
     "kernels/b.cu": '#include "common.cuh"\n#ifndef BLOCK\n#define BLOCK 128\n#endif\n__global__ void b() {}\n',
@@ -136,8 +160,11 @@ HEADERS = {
 
 def _assigned(source, name):
     tree = ast.parse(source)
-    return next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-                and getattr(node.targets[0], "id", None) == name)
+    return next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name
+    )
 
 
 def test_local_headers_are_inlined_once_and_each_kernel_files_macros_stay_its_own():
@@ -158,8 +185,13 @@ def test_local_headers_are_inlined_once_and_each_kernel_files_macros_stay_its_ow
 
 
 def test_a_model_that_uses_more_of_the_project_cannot_be_exported_plainly():
-    files = dict(HEADERS, **{"model_new.py": "from sandbox.problem import make_inputs\nfrom sandbox.native import "
-                                               "load_extension\nops = load_extension(__file__)\n"})
+    files = dict(
+        HEADERS,
+        **{
+            "model_new.py": "from sandbox.problem import make_inputs\nfrom sandbox.native import "
+            "load_extension\nops = load_extension(__file__)\n"
+        },
+    )
     with pytest.raises(ExportError, match="line 1 imports sandbox.problem"):
         kernelbench_solution(files)
     # The episode's solution.py is still written, in the project's own form, saying why.
@@ -168,8 +200,17 @@ def test_a_model_that_uses_more_of_the_project_cannot_be_exported_plainly():
     assert "SOURCES = {" in fallback
 
 
-@pytest.mark.parametrize("text", ["plain", "ends with a quote'", "has ''' inside", "ends with \\", "cr\r\nlf",
-                                  "#define A(x) \\\n  (x)\nconst char* s = \"\\n\\t'\";\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "ends with a quote'",
+        "has ''' inside",
+        "ends with \\",
+        "cr\r\nlf",
+        '#define A(x) \\\n  (x)\nconst char* s = "\\n\\t\'";\n',
+    ],
+)
 def test_sources_are_written_as_exact_literals(text):
     assert ast.literal_eval(literal(text)) == text
     source = kernelbench_solution(dict(HEADERS, **{"kernels/a.cu": text}))
@@ -177,12 +218,12 @@ def test_sources_are_written_as_exact_literals(text):
 
 
 def test_a_model_without_an_extension_is_exported_as_it_is():
-    model = textwrap.dedent('''
+    model = textwrap.dedent("""
         import torch.nn as nn
 
 
         class ModelNew(nn.Module):
             pass
-        ''')
+        """)
     source = kernelbench_solution({"model_new.py": model})
     assert "load_inline" not in source and "class ModelNew(nn.Module)" in source

@@ -1,4 +1,5 @@
 """The heuristic's GEMMs and convolutions on the CPU target: verified through sandbox.evaluate, linked to OpenBLAS."""
+
 import subprocess
 
 import pytest
@@ -78,8 +79,11 @@ def heuristic_workspace(folder, source):
 @pytest.mark.parametrize("source", [LINEAR_GELU, CONV2D_RELU, BATCHED_MATMUL], ids=["linear_gelu", "conv2d", "bmm"])
 def test_gemms_and_convolutions_verify_through_openblas_on_cpu(tmp_path, source):
     problem, workspace = heuristic_workspace(tmp_path, source)
-    verdict = evaluate(problem, workspace, EvalConfig(device="cpu", trials=2, compiled_baseline=False,
-                                                      time_budget_s=0.2, timeout_s=300))
+    verdict = evaluate(
+        problem,
+        workspace,
+        EvalConfig(device="cpu", trials=2, compiled_baseline=False, time_budget_s=0.2, timeout_s=300),
+    )
     assert verdict.status == "ok" and verdict.correct, (verdict.status, verdict.log[-3000:])
     library = build_workspace(workspace, "cpu").library  # found in the cache the evaluation filled
     assert "libscipy_openblas" in subprocess.run(["ldd", library], capture_output=True, text=True).stdout
@@ -87,8 +91,9 @@ def test_gemms_and_convolutions_verify_through_openblas_on_cpu(tmp_path, source)
     assert "scipy_cblas_sgemm" in undefined
 
 
-@pytest.mark.parametrize("source,header", [(LINEAR_GELU, "ks_gemm.h"), (CONV2D_RELU, "ks_conv.h")],
-                         ids=["gemm", "conv"])
+@pytest.mark.parametrize(
+    "source,header", [(LINEAR_GELU, "ks_gemm.h"), (CONV2D_RELU, "ks_conv.h")], ids=["gemm", "conv"]
+)
 def test_the_workspace_carries_the_library_kernels_it_includes(tmp_path, source, header):
     # The kernels' headers are files of the workspace, not of the installation: a solution builds anywhere.
     _, workspace = heuristic_workspace(tmp_path, source)
@@ -101,6 +106,7 @@ def test_the_workspace_carries_the_library_kernels_it_includes(tmp_path, source,
 def test_a_cpu_solution_calling_openblas_packages_and_its_package_passes_its_tests(tmp_path):
     from sandbox.package import package_solution
     from sandbox.package.verify import check_package
+
     # Square: a package's fake implementations assume outputs shaped like the first argument (its README says so).
     problem, workspace = heuristic_workspace(tmp_path, LINEAR_GELU.replace("nn.Linear(96, 80)", "nn.Linear(96, 96)"))
     result = package_solution(problem, workspace, tmp_path / "dist", name="ks-linear-gelu", build_wheel=False)

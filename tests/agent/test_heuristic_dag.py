@@ -2,6 +2,7 @@
 value, int64 ids, scans, losses, cat, attention, shape arithmetic torch.fx cannot trace) captured by torch.export,
 planned, compiled, verified and submitted through `python -m agent optimize`'s episode; plus the planner's
 decisions and its CUDA output compiled by nvcc."""
+
 import shutil
 import subprocess
 
@@ -264,8 +265,9 @@ def get_init_inputs():
 def run_episode(tmp_path, source, name):
     problem = tmp_path / f"{name}.py"
     problem.write_text(source)
-    config = EpisodeConfig(device="cpu", max_turns=8,
-                           eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4))
+    config = EpisodeConfig(
+        device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
+    )
     return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
 
 
@@ -275,13 +277,20 @@ def plan_of(tmp_path, source):
     return make_plan(analyze(str(problem)))
 
 
-CASES = [("gated_mlp", GATED_MLP, "gemm"), ("residual_layer_norm_mlp", RESIDUAL_LAYER_NORM_MLP, "gemm"),
-         ("causal_attention", CAUSAL_ATTENTION, "gemm"), ("sdpa", SDPA, "attention"),
-         ("embedding_mean_pool", EMBEDDING_MEAN_POOL, "loop"), ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM, "loop"),
-         ("cumsum", CUMSUM, "scan"), ("losses", LOSSES, "loop"), ("concatenation", CONCATENATION, "loop"),
-         ("shape_arithmetic", SHAPE_ARITHMETIC, "loop"),
-         # batch norms in training mode (their running statistics updated in place), a residual, pools
-         ("residual_conv_block", RESIDUAL_CONV_BLOCK, "conv")]
+CASES = [
+    ("gated_mlp", GATED_MLP, "gemm"),
+    ("residual_layer_norm_mlp", RESIDUAL_LAYER_NORM_MLP, "gemm"),
+    ("causal_attention", CAUSAL_ATTENTION, "gemm"),
+    ("sdpa", SDPA, "attention"),
+    ("embedding_mean_pool", EMBEDDING_MEAN_POOL, "loop"),
+    ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM, "loop"),
+    ("cumsum", CUMSUM, "scan"),
+    ("losses", LOSSES, "loop"),
+    ("concatenation", CONCATENATION, "loop"),
+    ("shape_arithmetic", SHAPE_ARITHMETIC, "loop"),
+    # batch norms in training mode (their running statistics updated in place), a residual, pools
+    ("residual_conv_block", RESIDUAL_CONV_BLOCK, "conv"),
+]
 
 
 @pytest.mark.parametrize("name,source,family", CASES, ids=[case[0] for case in CASES])
@@ -318,6 +327,7 @@ def test_dead_and_identity_operators_get_no_kernel(tmp_path):
     plan = plan_of(tmp_path, DEAD_AND_IDENTITY)
     assert plan.kind == "elementwise" and not plan.tails
     from agent.heuristic.dag import plan_graph
+
     analysis = analyze(str(tmp_path / "problem.py"))
     assert [k.kind for k in plan_graph(analysis["aten"]).kernels] == ["loop"]
 
@@ -353,10 +363,17 @@ NVCC = shutil.which("nvcc")
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
-@pytest.mark.parametrize("name,source", [("sdpa", SDPA), ("cumsum", CUMSUM), ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM), ("losses", LOSSES),
-                                         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
-                                         ("stage_chain_softmax", CUMSUM.replace("torch.cumsum(x * 2.0, dim=1)",
-                                                                                "torch.softmax(x * 2.0, dim=1) + 1.0"))])
+@pytest.mark.parametrize(
+    "name,source",
+    [
+        ("sdpa", SDPA),
+        ("cumsum", CUMSUM),
+        ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM),
+        ("losses", LOSSES),
+        ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
+        ("stage_chain_softmax", CUMSUM.replace("torch.cumsum(x * 2.0, dim=1)", "torch.softmax(x * 2.0, dim=1) + 1.0")),
+    ],
+)
 def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source):
     # (GEMMs need cuBLAS's headers, which this machine's toolkit may lack: tests/gpu builds those on the GPU host)
     plan = plan_of(tmp_path, source)
@@ -366,7 +383,21 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     assert "132 * 32" not in files["kernels/fused.cu"]
-    result = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-c", str(tmp_path / "kernels" / "fused.cu"),
-                             "-I", str(tmp_path / "kernels"), "-o", str(tmp_path / "fused.o")],
-                            check=False, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            NVCC,
+            "-std=c++17",
+            "-arch=sm_90",
+            "-c",
+            str(tmp_path / "kernels" / "fused.cu"),
+            "-I",
+            str(tmp_path / "kernels"),
+            "-o",
+            str(tmp_path / "fused.o"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]

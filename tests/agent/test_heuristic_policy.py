@@ -1,4 +1,5 @@
 """The heuristic policy end to end on the CPU target: real analysis, code generation, builds and evaluations."""
+
 import pytest
 
 from agent.heuristic.plan import Unsupported, make_plan
@@ -368,14 +369,22 @@ def get_init_inputs():
 def run_episode(tmp_path, source, name):
     problem = tmp_path / f"{name}.py"
     problem.write_text(source)
-    config = EpisodeConfig(device="cpu", max_turns=8,
-                           eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4))
+    config = EpisodeConfig(
+        device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
+    )
     return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
 
 
-@pytest.mark.parametrize("name,source", [("chain", ELEMENTWISE_CHAIN), ("softmax", ROW_REDUCTION),
-                                         ("linear", LINEAR_EPILOGUE), ("conv", CONV_EPILOGUE),
-                                         ("rms_norm", RMS_NORM)])
+@pytest.mark.parametrize(
+    "name,source",
+    [
+        ("chain", ELEMENTWISE_CHAIN),
+        ("softmax", ROW_REDUCTION),
+        ("linear", LINEAR_EPILOGUE),
+        ("conv", CONV_EPILOGUE),
+        ("rms_norm", RMS_NORM),
+    ],
+)
 def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, source):
     traj = run_episode(tmp_path, source, name)
     assert traj.stop_reason == "submitted"
@@ -386,13 +395,24 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
     assert "fused" in (tmp_path / "workspace" / "binding.cpp").read_text()
 
 
-@pytest.mark.parametrize("name,source", [("linear_softmax", LINEAR_SOFTMAX), ("conv_channel_min", CONV_CHANNEL_MIN),
-                                         ("group_norm", GROUP_NORM), ("linear_group_norm", LINEAR_GROUP_NORM),
-                                         ("conv_instance_norm", CONV_INSTANCE_NORM), ("max_pool", MAX_POOL),
-                                         ("avg_pool_3d", AVG_POOL_3D), ("conv_pool_chain", CONV_POOL_CHAIN),
-                                         ("mlp", MLP), ("lenet", LENET), ("conv_batch_norm", CONV_BATCH_NORM),
-                                         ("linear_scale_batch_norm", LINEAR_SCALE_BATCH_NORM),
-                                         ("math_chain", MATH_CHAIN)])
+@pytest.mark.parametrize(
+    "name,source",
+    [
+        ("linear_softmax", LINEAR_SOFTMAX),
+        ("conv_channel_min", CONV_CHANNEL_MIN),
+        ("group_norm", GROUP_NORM),
+        ("linear_group_norm", LINEAR_GROUP_NORM),
+        ("conv_instance_norm", CONV_INSTANCE_NORM),
+        ("max_pool", MAX_POOL),
+        ("avg_pool_3d", AVG_POOL_3D),
+        ("conv_pool_chain", CONV_POOL_CHAIN),
+        ("mlp", MLP),
+        ("lenet", LENET),
+        ("conv_batch_norm", CONV_BATCH_NORM),
+        ("linear_scale_batch_norm", LINEAR_SCALE_BATCH_NORM),
+        ("math_chain", MATH_CHAIN),
+    ],
+)
 def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
     traj = run_episode(tmp_path, source, name)
@@ -449,20 +469,42 @@ def test_a_graph_too_large_for_one_observation_is_read_back_from_its_file(tmp_pa
 
 def test_an_analysis_cut_short_is_a_clear_policy_error_not_a_crash(tmp_path):
     policy = make_policy("heuristic")
-    policy.reset(Task(problem_name="deep_mlp", problem_source=DEEP_MLP, device="cpu", workspace=str(tmp_path),
-                      max_turns=8))
+    policy.reset(
+        Task(problem_name="deep_mlp", problem_source=DEEP_MLP, device="cpu", workspace=str(tmp_path), max_turns=8)
+    )
     policy.act([], [])
     policy.observations = ['analysis.json lines 1-2 of 4\n{"ok": true, "nodes": [']
     policy.state = "read"
     with pytest.raises(CannotOptimize, match="could not be read back"):
         policy.act([], [])
 
+
 def test_plans_refuse_random_operators():
-    analysis = {"ok": True, "params": {}, "nodes": [
-        {"name": "x", "op": "placeholder", "args": [], "kwargs": {}, "shape": [4, 4], "dtype": "float32"},
-        {"name": "dropout", "op": "call_module", "target": "Dropout", "args": [{"node": "x"}], "kwargs": {},
-         "attrs": {"p": 0.5}, "shape": [4, 4], "dtype": "float32"},
-        {"name": "output", "op": "output", "args": [{"node": "dropout"}], "kwargs": {}, "shape": [4, 4], "dtype": "float32"}]}
+    analysis = {
+        "ok": True,
+        "params": {},
+        "nodes": [
+            {"name": "x", "op": "placeholder", "args": [], "kwargs": {}, "shape": [4, 4], "dtype": "float32"},
+            {
+                "name": "dropout",
+                "op": "call_module",
+                "target": "Dropout",
+                "args": [{"node": "x"}],
+                "kwargs": {},
+                "attrs": {"p": 0.5},
+                "shape": [4, 4],
+                "dtype": "float32",
+            },
+            {
+                "name": "output",
+                "op": "output",
+                "args": [{"node": "dropout"}],
+                "kwargs": {},
+                "shape": [4, 4],
+                "dtype": "float32",
+            },
+        ],
+    }
     with pytest.raises(Unsupported, match="dropout"):
         make_plan(analysis)
 
@@ -482,15 +524,21 @@ def get_init_inputs():
     return []
 """
 MATMUL_3D_BY_2D = MATMUL_TRANSPOSED_B.replace("B.T", "B").replace(
-    "[torch.randn(64, 96), torch.randn(80, 96)]", "[torch.randn(4, 32, 48), torch.randn(48, 40)]")
+    "[torch.randn(64, 96), torch.randn(80, 96)]", "[torch.randn(4, 32, 48), torch.randn(48, 40)]"
+)
 
 
-@pytest.mark.parametrize("source,expected", [
-    (MATMUL_TRANSPOSED_B, dict(m=64, n=80, k=96, batch=1, transposed_b=True)),
-    (MATMUL_3D_BY_2D, dict(m=128, n=40, k=48, batch=1, transposed_b=False)),
-], ids=["transposed_b", "3d_by_2d"])
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        (MATMUL_TRANSPOSED_B, dict(m=64, n=80, k=96, batch=1, transposed_b=True)),
+        (MATMUL_3D_BY_2D, dict(m=128, n=40, k=48, batch=1, transposed_b=False)),
+    ],
+    ids=["transposed_b", "3d_by_2d"],
+)
 def test_matmuls_of_transposed_or_stacked_inputs_plan_one_gemm(tmp_path, source, expected):
     from agent.heuristic.analyze import analyze
+
     problem = tmp_path / "problem.py"
     problem.write_text(source)
     plan = make_plan(analyze(str(problem)))
@@ -499,13 +547,20 @@ def test_matmuls_of_transposed_or_stacked_inputs_plan_one_gemm(tmp_path, source,
     assert plan.weight.source == "input" and plan.weight.ref == 1
 
 
-@pytest.mark.parametrize("source,row_op,fused", [(LINEAR_SOFTMAX, "softmax", 1), (CONV_CHANNEL_MIN, "min", 2),
-                                                 (LINEAR_GROUP_NORM, "group_norm", 0),
-                                                 (CONV_INSTANCE_NORM, "instance_norm", 1)],
-                         ids=["gemm_softmax", "conv_min", "gemm_group_norm", "conv_instance_norm"])
+@pytest.mark.parametrize(
+    "source,row_op,fused",
+    [
+        (LINEAR_SOFTMAX, "softmax", 1),
+        (CONV_CHANNEL_MIN, "min", 2),
+        (LINEAR_GROUP_NORM, "group_norm", 0),
+        (CONV_INSTANCE_NORM, "instance_norm", 1),
+    ],
+    ids=["gemm_softmax", "conv_min", "gemm_group_norm", "conv_instance_norm"],
+)
 def test_a_row_operation_after_a_product_becomes_a_tail_kernel_over_its_result(tmp_path, source, row_op, fused):
     from agent.heuristic.analyze import analyze
     from agent.heuristic.codegen import workspace_files
+
     problem = tmp_path / "problem.py"
     problem.write_text(source)
     plan = make_plan(analyze(str(problem)))
@@ -523,6 +578,7 @@ def test_a_tail_that_reads_a_model_input_again_goes_to_the_dag_planner(tmp_path)
     # The stage planner's chain cannot read x after the GEMM (a residual); the DAG planner reads it in the softmax's
     # kernel.
     from agent.heuristic.analyze import analyze
+
     problem = tmp_path / "problem.py"
     problem.write_text(LINEAR_SOFTMAX.replace("* 2.0", "+ x").replace("nn.Linear(32, 48)", "nn.Linear(32, 32)"))
     plan = make_plan(analyze(str(problem)))
@@ -532,6 +588,7 @@ def test_a_tail_that_reads_a_model_input_again_goes_to_the_dag_planner(tmp_path)
 def test_group_norm_rows_are_sample_groups_and_its_affine_is_per_channel(tmp_path):
     from agent.heuristic.analyze import analyze
     from agent.heuristic.codegen import cpp_rowwise
+
     problem = tmp_path / "problem.py"
     problem.write_text(GROUP_NORM)
     plan = make_plan(analyze(str(problem)))
@@ -545,6 +602,7 @@ def test_group_norm_rows_are_sample_groups_and_its_affine_is_per_channel(tmp_pat
 def test_stages_chain_through_intermediates_each_reading_the_one_before(tmp_path):
     from agent.heuristic.analyze import analyze
     from agent.heuristic.codegen import workspace_files
+
     problem = tmp_path / "problem.py"
     problem.write_text(CONV_POOL_CHAIN)
     plan = make_plan(analyze(str(problem)))
@@ -561,6 +619,7 @@ def test_stages_chain_through_intermediates_each_reading_the_one_before(tmp_path
 def test_products_follow_stages_and_reshapes_between_stages_cost_nothing(tmp_path):
     from agent.heuristic.analyze import analyze
     from agent.heuristic.codegen import workspace_files
+
     problem = tmp_path / "problem.py"
     problem.write_text(LENET)
     plan = make_plan(analyze(str(problem)))
@@ -578,6 +637,7 @@ def test_batch_norm_kernels_follow_the_modules_mode_and_update_its_running_stati
     import importlib.util
 
     import torch
+
     traj = run_episode(tmp_path, CONV_BATCH_NORM, "conv_batch_norm")
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
     workspace = tmp_path / "workspace"
@@ -656,13 +716,17 @@ def get_init_inputs():
 """
 
 
-@pytest.mark.parametrize("name,source,stages,shape", [
-    ("parameter_transposed", PARAMETER_TRANSPOSED, ["gemm", "rowwise"], [8, 1]),
-    ("pool_of_unsqueezed", POOL_OF_UNSQUEEZED, ["gemm", "pool", "rowwise"], [8]),
-    ("reshaped_output", RESHAPED_OUTPUT, ["rowwise"], [4, 128]),
-])
+@pytest.mark.parametrize(
+    "name,source,stages,shape",
+    [
+        ("parameter_transposed", PARAMETER_TRANSPOSED, ["gemm", "rowwise"], [8, 1]),
+        ("pool_of_unsqueezed", POOL_OF_UNSQUEEZED, ["gemm", "pool", "rowwise"], [8]),
+        ("reshaped_output", RESHAPED_OUTPUT, ["rowwise"], [4, 128]),
+    ],
+)
 def test_transposed_parameters_squeezes_and_a_reshaped_output_plan_and_verify(tmp_path, name, source, stages, shape):
     from agent.heuristic.analyze import analyze
+
     problem = tmp_path / "problem.py"
     problem.write_text(source)
     plan = make_plan(analyze(str(problem)))
@@ -704,15 +768,22 @@ def get_init_inputs():
     return []
 """
 CONV_CHANNEL_SOFTMAX = CONV_CHANNEL_LOGSUMEXP.replace(
-    "torch.relu(torch.logsumexp(self.conv(x), dim=1, keepdim=True))", "torch.sigmoid(torch.softmax(self.conv(x), dim=1))")
+    "torch.relu(torch.logsumexp(self.conv(x), dim=1, keepdim=True))",
+    "torch.sigmoid(torch.softmax(self.conv(x), dim=1))",
+)
 
 
-@pytest.mark.parametrize("name,source,geometry", [
-    ("conv_channel_logsumexp", CONV_CHANNEL_LOGSUMEXP, (2, 8, 4 * 5 * 6)),
-    ("conv_channel_softmax", CONV_CHANNEL_SOFTMAX, (2, 8, 4 * 5 * 6)),
-    ("channel_log_softmax", CHANNEL_LOG_SOFTMAX, (2, 8, 5 * 6))])
+@pytest.mark.parametrize(
+    "name,source,geometry",
+    [
+        ("conv_channel_logsumexp", CONV_CHANNEL_LOGSUMEXP, (2, 8, 4 * 5 * 6)),
+        ("conv_channel_softmax", CONV_CHANNEL_SOFTMAX, (2, 8, 4 * 5 * 6)),
+        ("channel_log_softmax", CHANNEL_LOG_SOFTMAX, (2, 8, 5 * 6)),
+    ],
+)
 def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows(tmp_path, name, source, geometry):
     from agent.heuristic.analyze import analyze
+
     problem = tmp_path / "problem.py"
     problem.write_text(source)
     plan = make_plan(analyze(str(problem)))
@@ -748,6 +819,7 @@ def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifie
     the second stage, died of SIGSEGV on the H100 without it."""
     from agent.heuristic.analyze import analyze
     from agent.heuristic.codegen import workspace_files
+
     problem = tmp_path / "problem.py"
     problem.write_text(BATCH_NORM_CONV)
     plan = make_plan(analyze(str(problem)))

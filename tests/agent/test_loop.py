@@ -1,5 +1,6 @@
 """The ReAct loop with a scripted policy and the real sandbox on the CPU: budgets, best-solution tracking,
 malformed calls, the per-turn callback and the record of the loop's own overhead."""
+
 import json
 import time
 
@@ -23,8 +24,15 @@ def episode(problem, policy, tmp_path, fast_eval, on_turn=None, **config):
 
 
 def test_loop_keeps_the_best_verified_solution(relu_problem, tmp_path, fast_eval, scripted, relu_solution, broken):
-    policy = scripted([scripted.write(relu_solution), [("verify", {})],
-                       scripted.write(broken), [("verify", {})], [("submit", {"summary": "done"})]])
+    policy = scripted(
+        [
+            scripted.write(relu_solution),
+            [("verify", {})],
+            scripted.write(broken),
+            [("verify", {})],
+            [("submit", {"summary": "done"})],
+        ]
+    )
     trajectory = episode(relu_problem, policy, tmp_path, fast_eval).run()
     assert trajectory.stop_reason == "submitted" and len(trajectory.turns) == 5
     system, task = policy.seen[0][:2]
@@ -45,8 +53,9 @@ def test_loop_keeps_the_best_verified_solution(relu_problem, tmp_path, fast_eval
     assert exported.status == "ok", exported.log[-2000:]
 
 
-def test_submit_verifies_files_changed_since_the_last_verification(relu_problem, tmp_path, fast_eval, scripted,
-                                                                  relu_solution):
+def test_submit_verifies_files_changed_since_the_last_verification(
+    relu_problem, tmp_path, fast_eval, scripted, relu_solution
+):
     policy = scripted([scripted.write(relu_solution), [("submit", {})]])
     trajectory = episode(relu_problem, policy, tmp_path, fast_eval).run()
     assert trajectory.stop_reason == "submitted"
@@ -74,11 +83,15 @@ def test_loop_stops_at_the_wall_clock_budget(relu_problem, tmp_path, fast_eval, 
 
 
 def test_malformed_tool_call_becomes_an_observation(relu_problem, tmp_path, fast_eval, scripted):
-    malformed = Action(thought="oops", tool_calls=[
-        ToolCall("write_file", id="a", error="the arguments of write_file are not valid JSON (Expecting ',')"),
-        ToolCall("delete_everything", {"path": "."}, id="b"),
-        ToolCall("read_file", {"path": 3}, id="c"),
-        ToolCall("read_file", {}, id="d")])
+    malformed = Action(
+        thought="oops",
+        tool_calls=[
+            ToolCall("write_file", id="a", error="the arguments of write_file are not valid JSON (Expecting ',')"),
+            ToolCall("delete_everything", {"path": "."}, id="b"),
+            ToolCall("read_file", {"path": 3}, id="c"),
+            ToolCall("read_file", {}, id="d"),
+        ],
+    )
     policy = scripted([malformed, Action(thought="nothing to call"), [("submit", {})]])
     trajectory = episode(relu_problem, policy, tmp_path, fast_eval).run()
     first = trajectory.turns[0].tool_calls
@@ -95,8 +108,9 @@ def test_malformed_tool_call_becomes_an_observation(relu_problem, tmp_path, fast
     assert trajectory.stop_reason == "submitted"
 
 
-def test_a_policy_failure_after_the_first_turn_ends_the_episode_with_its_best(relu_problem, tmp_path, fast_eval,
-                                                                              scripted, relu_solution):
+def test_a_policy_failure_after_the_first_turn_ends_the_episode_with_its_best(
+    relu_problem, tmp_path, fast_eval, scripted, relu_solution
+):
     class FailingPolicy(scripted):
         def act(self, messages, tools):
             if len(self.seen) >= 2:
@@ -109,16 +123,20 @@ def test_a_policy_failure_after_the_first_turn_ends_the_episode_with_its_best(re
     assert trajectory.verdict["correct"] and trajectory.best["turn"] == 2
 
 
-def test_each_turn_records_the_loops_own_overhead_and_long_episodes_are_condensed(relu_problem, tmp_path, fast_eval,
-                                                                                  scripted):
+def test_each_turn_records_the_loops_own_overhead_and_long_episodes_are_condensed(
+    relu_problem, tmp_path, fast_eval, scripted
+):
     # The 50 ms target itself is measured by `python -m bench.loop_overhead`, not here.
     long_file = "".join(f"// line {i} of a long kernel file\n" for i in range(3000))
     turns = [[("write_file", {"path": "kernels/long.cpp", "content": long_file})]]
-    turns += [[("read_file", {"path": "kernels/long.cpp"}), ("search", {"pattern": "line 1234", "path": "kernels"})]
-              for _ in range(59)]
+    turns += [
+        [("read_file", {"path": "kernels/long.cpp"}), ("search", {"pattern": "line 1234", "path": "kernels"})]
+        for _ in range(59)
+    ]
     policy = scripted(turns)
-    trajectory = episode(relu_problem, policy, tmp_path, fast_eval, max_turns=60, context_tokens=16000,
-                         response_tokens=2000).run()
+    trajectory = episode(
+        relu_problem, policy, tmp_path, fast_eval, max_turns=60, context_tokens=16000, response_tokens=2000
+    ).run()
     assert len(trajectory.turns) == 60
     assert all(turn.overhead_s >= 0 and turn.tools_s > 0 for turn in trajectory.turns)
     # Per-turn policy, tools and overhead account for the episode's time, up to what is spent between turns.

@@ -1,5 +1,6 @@
 """EpisodeConfig, the one episode record: one device (the sandbox's settings derived from it or refused when they
 disagree) and a JSON round-trip that the CLI, evaluations and RL rollout jobs all send."""
+
 import json
 
 import pytest
@@ -19,9 +20,16 @@ def test_sandbox_settings_for_another_device_are_refused_with_the_fix():
 
 
 def test_the_json_round_trip_keeps_every_field_and_names_the_device_once():
-    config = EpisodeConfig(device="cpu", max_turns=7, wall_clock_s=90.0, context_tokens=4096, response_tokens=128,
-                           observation_chars=500, bash_timeout_s=5.0,
-                           eval=EvalConfig(device="cpu", trials=2, compiled_baseline=False, time_budget_s=0.2))
+    config = EpisodeConfig(
+        device="cpu",
+        max_turns=7,
+        wall_clock_s=90.0,
+        context_tokens=4096,
+        response_tokens=128,
+        observation_chars=500,
+        bash_timeout_s=5.0,
+        eval=EvalConfig(device="cpu", trials=2, compiled_baseline=False, time_budget_s=0.2),
+    )
     data = json.loads(json.dumps(config.to_json()))
     assert data["device"] == "cpu" and "device" not in data["eval"]
     assert EpisodeConfig.from_json(data) == config

@@ -1,5 +1,6 @@
 """The openai policy against agent.serve serving a tiny model on loopback: tool calls, token data, malformed
 replies, retries, context errors, an unreachable endpoint, and a whole episode from the command line."""
+
 import json
 import socket
 import subprocess
@@ -22,8 +23,9 @@ def policy(url, **options):
     return OpenAIPolicy(base_url=url, temperature=0.0, max_tokens=64, retries=3, backoff_s=0.05, **options)
 
 
-def test_openai_policy_gets_tool_calls_and_token_data_from_a_served_model(servers, relu_problem, tmp_path, fast_eval,
-                                                                         scripted):
+def test_openai_policy_gets_tool_calls_and_token_data_from_a_served_model(
+    servers, relu_problem, tmp_path, fast_eval, scripted
+):
     # The real opening messages of an episode, as the loop builds them, through a scripted first turn.
     recorder = scripted([[("submit", {})]])
     Episode(relu_problem, recorder, tmp_path / "ws", EpisodeConfig(device="cpu", max_turns=1, eval=fast_eval)).run()
@@ -41,8 +43,9 @@ def test_openai_policy_gets_tool_calls_and_token_data_from_a_served_model(server
     assert plain.prompt_token_ids is None and plain.tool_calls[0].name == "read_file"
 
 
-def test_malformed_tool_call_json_from_the_server_becomes_an_observation(servers, conversation, relu_problem, tmp_path,
-                                                                         fast_eval):
+def test_malformed_tool_call_json_from_the_server_becomes_an_observation(
+    servers, conversation, relu_problem, tmp_path, fast_eval
+):
     action = policy(servers["malformed"]).act(conversation, SCHEMAS)
     call = action.tool_calls[0]
     assert call.name == "read_file" and call.arguments == {}
@@ -80,11 +83,38 @@ def test_an_unreachable_endpoint_raises_policy_unavailable_saying_what_to_do():
 
 def test_cli_runs_an_episode_against_the_served_model(servers, relu_problem, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "agent", "optimize", str(relu_problem), "--policy", "openai",
-                           "--base-url", servers["normal"], "--model", "tiny", "--temperature", "0",
-                           "--max-tokens", "64", "--token-ids", "--device", "cpu", "--max-turns", "2",
-                           "--no-compiled", "--out", str(out), "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "optimize",
+            str(relu_problem),
+            "--policy",
+            "openai",
+            "--base-url",
+            servers["normal"],
+            "--model",
+            "tiny",
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "64",
+            "--token-ids",
+            "--device",
+            "cpu",
+            "--max-turns",
+            "2",
+            "--no-compiled",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # --json: stdout is the verdict alone; the per-turn progress and the summary go to stderr.
     assert "turn 1/2  read_file(path=problem.py)" in proc.stderr and "max_turns after 2 turns" in proc.stderr
@@ -97,6 +127,22 @@ def test_cli_runs_an_episode_against_the_served_model(servers, relu_problem, tmp
     (sequence,) = trajectory.token_sequences()
     assert sum(sequence["loss_mask"]) == sum(len(t.response_token_ids) for t in trajectory.turns)
     assert json.loads((out / "verdict.json").read_text())["status"] == "runtime_error"  # the starter, unwritten
-    again = subprocess.run([sys.executable, "-m", "agent", "optimize", str(relu_problem), "--policy", "openai",
-                            "--device", "cpu", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "optimize",
+            str(relu_problem),
+            "--policy",
+            "openai",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert again.returncode == 2 and "not empty" in again.stderr

@@ -1,5 +1,6 @@
 """The openai policy against a server that is not ours: Hugging Face's `transformers serve` on loopback, serving
 tiny models made here. Client and server agree by the OpenAI API alone, not by sharing code."""
+
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,12 @@ SERVE = shutil.which("transformers", path=str(__import__("pathlib").Path(sys.exe
 
 def serve(model, port):
     """`transformers serve MODEL` on PORT; waits for /v1/models to answer."""
-    proc = subprocess.Popen([SERVE, "serve", str(model), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [SERVE, "serve", str(model), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -42,6 +47,7 @@ def hf_servers(tmp_path_factory):
     """A Qwen2-type model (the server parses its Hermes tool calls) and a Mistral-type one (it does not: the calls
     stay in the text), each served by its own `transformers serve`."""
     from studio.testing import free_port
+
     procs, urls = [], {}
     try:
         for arch in ("qwen2", "mistral"):
@@ -64,8 +70,9 @@ def opening(relu_problem, tmp_path, fast_eval, scripted):
     return recorder.seen[0]
 
 
-def test_tool_calls_parsed_by_the_server_reach_the_agent_as_tool_calls(hf_servers, relu_problem, tmp_path,
-                                                                        fast_eval, scripted):
+def test_tool_calls_parsed_by_the_server_reach_the_agent_as_tool_calls(
+    hf_servers, relu_problem, tmp_path, fast_eval, scripted
+):
     policy = OpenAIPolicy(base_url=hf_servers["qwen2"], temperature=0.0, max_tokens=64, retries=1)
     action = policy.act(opening(relu_problem, tmp_path, fast_eval, scripted), SCHEMAS)
     assert policy.model.endswith("hf-qwen20")  # found through the server's own /v1/models
@@ -74,8 +81,9 @@ def test_tool_calls_parsed_by_the_server_reach_the_agent_as_tool_calls(hf_server
     assert action.tool_calls[0].id and action.completion_tokens > 0 and action.prompt_tokens > 100
 
 
-def test_tool_calls_a_server_leaves_in_the_text_are_read_from_it(hf_servers, relu_problem, tmp_path, fast_eval,
-                                                                  scripted):
+def test_tool_calls_a_server_leaves_in_the_text_are_read_from_it(
+    hf_servers, relu_problem, tmp_path, fast_eval, scripted
+):
     policy = OpenAIPolicy(base_url=hf_servers["mistral"], temperature=0.0, max_tokens=64, retries=1)
     action = policy.act(opening(relu_problem, tmp_path, fast_eval, scripted), SCHEMAS)
     assert [(c.name, c.arguments, c.error) for c in action.tool_calls] == [("read_file", {"path": "problem.py"}, "")]
@@ -83,18 +91,19 @@ def test_tool_calls_a_server_leaves_in_the_text_are_read_from_it(hf_servers, rel
 
 
 def test_replies_cut_short_and_a_failing_server_become_clear_outcomes_and_token_ids_are_never_invented(
-        hf_servers, relu_problem, tmp_path, fast_eval, scripted):
+    hf_servers, relu_problem, tmp_path, fast_eval, scripted
+):
     messages = opening(relu_problem, tmp_path, fast_eval, scripted)
     # Cut before the tool call: a thought and no call (the loop then asks for one), no token data invented.
-    action = OpenAIPolicy(base_url=hf_servers["qwen2"], temperature=0.0, max_tokens=3, retries=1).act(messages,
-                                                                                                      SCHEMAS)
+    action = OpenAIPolicy(base_url=hf_servers["qwen2"], temperature=0.0, max_tokens=3, retries=1).act(messages, SCHEMAS)
     assert action.finish_reason == "length" and action.completion_tokens == 3
     assert action.tool_calls == [] and action.thought.startswith("Reading")
     assert action.prompt_token_ids is None and action.response_token_ids is None
     # Cut inside the tool call: this server's parser fails (HTTP 500, every retry); the error says so.
     with pytest.raises(PolicyUnavailable, match="kept answering HTTP 500 .* check its log"):
-        OpenAIPolicy(base_url=hf_servers["qwen2"], temperature=0.0, max_tokens=12, retries=1,
-                     backoff_s=0.05).act(messages, SCHEMAS)
+        OpenAIPolicy(base_url=hf_servers["qwen2"], temperature=0.0, max_tokens=12, retries=1, backoff_s=0.05).act(
+            messages, SCHEMAS
+        )
     # It refuses vLLM's return_token_ids field (HTTP 422): the error says which server has them.
     with pytest.raises(PolicyUnavailable, match="does not return token ids .* without --token-ids"):
         OpenAIPolicy(base_url=hf_servers["qwen2"], max_tokens=8, retries=1, token_ids=True).act(messages, SCHEMAS)

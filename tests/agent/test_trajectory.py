@@ -1,23 +1,46 @@
 """Trajectories: the JSON round-trip, and the token sequences training reads from them."""
+
 import json
 
 from agent.trajectory import ToolCall, Trajectory, Turn
 
 
 def _trajectory():
-    first = Turn(index=1, thought="read", tool_calls=[ToolCall("read_file", {"path": "problem.py"}, id="a",
-                                                               observation="import torch")],
-                 prompt_token_ids=[1, 2, 3], response_token_ids=[4, 5], response_logprobs=[-0.1, -0.2])
-    second = Turn(index=2, thought="verify", tool_calls=[ToolCall("verify", {}, id="b", observation="verify: ok",
-                                                                  verdict={"status": "ok", "reward": 1})],
-                  prompt_token_ids=[1, 2, 3, 4, 5, 6, 7], response_token_ids=[8], response_logprobs=[-0.3])
+    first = Turn(
+        index=1,
+        thought="read",
+        tool_calls=[ToolCall("read_file", {"path": "problem.py"}, id="a", observation="import torch")],
+        prompt_token_ids=[1, 2, 3],
+        response_token_ids=[4, 5],
+        response_logprobs=[-0.1, -0.2],
+    )
+    second = Turn(
+        index=2,
+        thought="verify",
+        tool_calls=[ToolCall("verify", {}, id="b", observation="verify: ok", verdict={"status": "ok", "reward": 1})],
+        prompt_token_ids=[1, 2, 3, 4, 5, 6, 7],
+        response_token_ids=[8],
+        response_logprobs=[-0.3],
+    )
     # The context was condensed before the third turn: its prompt does not extend the second's.
-    third = Turn(index=3, tool_calls=[ToolCall("bash", {}, id="c", error="the arguments of bash are not valid JSON")],
-                 prompt_token_ids=[1, 9], response_token_ids=[10, 11], response_logprobs=[-0.4, -0.5])
-    return Trajectory(problem="relu.py", device="cpu", policy="scripted", problem_source="class Model: ...",
-                      messages=[{"role": "system", "content": "skill"}], turns=[first, second, third],
-                      stop_reason="submitted", best={"turn": 2, "verdict": {"reward": 1}, "files": {"a": "b"}},
-                      verdict={"reward": 1})
+    third = Turn(
+        index=3,
+        tool_calls=[ToolCall("bash", {}, id="c", error="the arguments of bash are not valid JSON")],
+        prompt_token_ids=[1, 9],
+        response_token_ids=[10, 11],
+        response_logprobs=[-0.4, -0.5],
+    )
+    return Trajectory(
+        problem="relu.py",
+        device="cpu",
+        policy="scripted",
+        problem_source="class Model: ...",
+        messages=[{"role": "system", "content": "skill"}],
+        turns=[first, second, third],
+        stop_reason="submitted",
+        best={"turn": 2, "verdict": {"reward": 1}, "files": {"a": "b"}},
+        verdict={"reward": 1},
+    )
 
 
 def test_trajectory_round_trips_to_json():
@@ -43,7 +66,8 @@ def test_token_sequences_mask_the_model_generated_tokens():
 
 
 def test_turns_without_token_data_round_trip_and_yield_no_sequence():
-    trajectory = Trajectory(problem="p.py", device="cuda", policy="heuristic",
-                            turns=[Turn(index=1, tool_calls=[ToolCall("submit")])])
+    trajectory = Trajectory(
+        problem="p.py", device="cuda", policy="heuristic", turns=[Turn(index=1, tool_calls=[ToolCall("submit")])]
+    )
     assert Trajectory.loads(trajectory.dumps()) == trajectory
     assert trajectory.token_sequences() == []

@@ -1,4 +1,5 @@
 """Workspaces: the starter layout, path confinement, and the exported solution.py."""
+
 import os
 import subprocess
 import sys
@@ -35,14 +36,19 @@ def test_tools_refuse_paths_outside_the_workspace(ws, tmp_path, fast_eval):
     os.symlink(outside, ws.root / "link.txt")
     os.symlink(tmp_path, ws.root / "kernels" / "up")
     tools = Tools(ws, ws.problem, fast_eval)
-    calls = [ToolCall("read_file", {"path": "../secret.txt"}), ToolCall("read_file", {"path": str(outside)}),
-             ToolCall("read_file", {"path": "kernels/../../secret.txt"}), ToolCall("read_file", {"path": "link.txt"}),
-             ToolCall("read_file", {"path": "kernels/up/secret.txt"}), ToolCall("read_file", {"path": "~/x"}),
-             ToolCall("write_file", {"path": "/tmp/evil.txt", "content": "x"}),
-             ToolCall("write_file", {"path": "kernels/up/evil.txt", "content": "x"}),
-             ToolCall("edit_file", {"path": "../secret.txt", "old_string": "secret", "new_string": "gone"}),
-             ToolCall("search", {"pattern": "secret", "path": "kernels/up"}),
-             ToolCall("write_file", {"path": "reference/examples/x.cu", "content": "x"})]
+    calls = [
+        ToolCall("read_file", {"path": "../secret.txt"}),
+        ToolCall("read_file", {"path": str(outside)}),
+        ToolCall("read_file", {"path": "kernels/../../secret.txt"}),
+        ToolCall("read_file", {"path": "link.txt"}),
+        ToolCall("read_file", {"path": "kernels/up/secret.txt"}),
+        ToolCall("read_file", {"path": "~/x"}),
+        ToolCall("write_file", {"path": "/tmp/evil.txt", "content": "x"}),
+        ToolCall("write_file", {"path": "kernels/up/evil.txt", "content": "x"}),
+        ToolCall("edit_file", {"path": "../secret.txt", "old_string": "secret", "new_string": "gone"}),
+        ToolCall("search", {"pattern": "secret", "path": "kernels/up"}),
+        ToolCall("write_file", {"path": "reference/examples/x.cu", "content": "x"}),
+    ]
     for call in calls:
         tools.run(call)
         assert call.observation.startswith("error:"), (call.describe(), call.observation)
@@ -56,8 +62,10 @@ def test_tools_refuse_paths_outside_the_workspace(ws, tmp_path, fast_eval):
 
 def test_reference_folder_is_readable(ws, fast_eval):
     tools = Tools(ws, ws.problem, fast_eval)
-    listing, example = ToolCall("read_file", {"path": "reference"}), \
-        ToolCall("read_file", {"path": "reference/examples/cuda_rowsum/kernels/rowsum.cu"})
+    listing, example = (
+        ToolCall("read_file", {"path": "reference"}),
+        ToolCall("read_file", {"path": "reference/examples/cuda_rowsum/kernels/rowsum.cu"}),
+    )
     tools.run(listing)
     tools.run(example)
     assert "examples/" in listing.observation and "torch_stable/" in listing.observation
@@ -66,7 +74,7 @@ def test_reference_folder_is_readable(ws, fast_eval):
 
 TRICKY = {
     "model_new.py": "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    pass\nX = '''quoted'''\n",
-    "binding.cpp": "#define A(x) \\\n  (x)\nconst char* s = \"\\n\\t'\";\n",
+    "binding.cpp": '#define A(x) \\\n  (x)\nconst char* s = "\\n\\t\'";\n',
     "kernels/k.cpp": "char c = '\\\\';\n// ends with a quote'",
     "kernels/raw.h": "no newline at the end \\",
 }
@@ -86,5 +94,6 @@ def test_the_workspace_form_of_solution_py_holds_the_sources_exactly(tmp_path):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     import json
+
     assert json.loads(out) == TRICKY
     assert "'binding.cpp': r'''" in source  # readable where exact

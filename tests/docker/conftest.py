@@ -1,4 +1,5 @@
 """Fixtures of the deployment tests: the docker/ files parsed, a private Redis database."""
+
 import ast
 import re
 import uuid
@@ -70,6 +71,7 @@ def interpolate(value, env: dict[str, str]):
         if kind == "?" and not present:
             raise KeyError(f"{name}: {word}")
         return env[name] if present else (word if kind == "-" else "")
+
     return _REFERENCE.sub(substitute, value)
 
 
@@ -93,7 +95,9 @@ _ENV_READERS = {"env_str", "env_bool", "env_int", "env_secret", "_bool", "_int",
 def _project_env_names() -> set[str]:
     """Every environment variable the project's code reads by a literal name (settings helpers, os.environ)."""
     names = set()
-    files = [ROOT / "manage.py"] + [p for pkg in ("studio", "sandbox", "agent", "training") for p in (ROOT / pkg).rglob("*.py")]
+    files = [ROOT / "manage.py"] + [
+        p for pkg in ("studio", "sandbox", "agent", "training") for p in (ROOT / pkg).rglob("*.py")
+    ]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
@@ -132,7 +136,9 @@ def project_env_names() -> set[str]:
 @pytest.fixture(scope="session")
 def dockerfiles() -> dict[str, list[tuple[str, str]]]:
     """{"web" | "worker" | "trainer": the instructions of docker/NAME.Dockerfile}."""
-    return {path.name.removesuffix(".Dockerfile"): dockerfile_instructions(path) for path in DOCKER.glob("*.Dockerfile")}
+    return {
+        path.name.removesuffix(".Dockerfile"): dockerfile_instructions(path) for path in DOCKER.glob("*.Dockerfile")
+    }
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """docker/compose.yml: validated by the docker client where it has compose, and checked against the project: real
 commands, health checks and restarts everywhere, only the web port public, secrets required, the policy endpoint
 wired to the vllm service, GPUs where they belong."""
+
 import importlib.util
 import shlex
 import subprocess
@@ -55,9 +56,14 @@ def test_docker_compose_config_accepts_the_file_with_the_example_env():
     if command is None:
         pytest.skip(f"no Compose v2 here to run `config`: {reason}")
     # `config` resolves and validates without an engine.
-    proc = subprocess.run(command + ["-f", "docker/compose.yml", "--env-file", "docker/env.example",
-                                     "--profile", "trainer", "config", "--quiet"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        command
+        + ["-f", "docker/compose.yml", "--env-file", "docker/env.example", "--profile", "trainer", "config", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "error" not in proc.stderr.lower(), proc.stderr
 
 
@@ -68,8 +74,13 @@ def test_docker_compose_config_refuses_the_file_without_its_secrets(tmp_path):
     env = (ROOT / "docker" / "env.example").read_text().splitlines()
     partial = tmp_path / "partial.env"
     partial.write_text("\n".join(line for line in env if not line.startswith("SECRET_KEY=")) + "\n")
-    proc = subprocess.run(command + ["-f", "docker/compose.yml", "--env-file", str(partial), "config", "--quiet"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        command + ["-f", "docker/compose.yml", "--env-file", str(partial), "config", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # Compose reports a missing required variable of an x- extension block on stderr (its exit status stays 0).
     assert "required variable SECRET_KEY is missing" in proc.stderr, proc.stderr
 
@@ -113,6 +124,7 @@ def served_queues(service):
 
 def test_users_workers_take_only_users_jobs_and_every_queue_has_its_workers(compose):
     from studio import queues
+
     services = compose["services"]
     assert served_queues(services["worker-gpu"]) == ["gpu"] and served_queues(services["worker-cpu"]) == ["cpu"]
     # Staff workers take their staff queue first, and users' jobs of their device only while no staff job waits.
@@ -139,8 +151,11 @@ def test_services_run_real_management_commands_and_health_checks(compose):
         args = parser.parse_args(test[3:])
         if args.check == "rq":
             assert args.queues == queues, f"{name} checks the workers of {args.queues}, runs {queues}"
-    assert compose["services"]["worker-gpu"]["command"][2] == compose["services"]["worker-staff-gpu"]["command"][2] \
+    assert (
+        compose["services"]["worker-gpu"]["command"][2]
+        == compose["services"]["worker-staff-gpu"]["command"][2]
         == "gpuworkers"
+    )
     assert compose["services"]["reconciler"]["command"][2:] == ["reconcile_runs", "--every", "20"]
 
 
@@ -180,7 +195,9 @@ def test_gpus_go_to_workers_vllm_and_trainer_and_workers_may_jail(compose, env_e
     [vllm] = devices("vllm")
     assert vllm["device_ids"] == [env_example["KS_VLLM_GPU"]]
     [trainer] = devices("trainer")
-    assert trainer["count"] == env_example["KS_TRAIN_GPUS"] and compose["services"]["trainer"]["profiles"] == ["trainer"]
+    assert trainer["count"] == env_example["KS_TRAIN_GPUS"] and compose["services"]["trainer"]["profiles"] == [
+        "trainer"
+    ]
     for name in ("postgres", "redis", "web", "reconciler", "worker-cpu", "worker-staff-cpu"):
         assert devices(name) is None, f"{name} needs no GPU"
     for name in WORKERS:
@@ -191,8 +208,10 @@ def test_gpus_go_to_workers_vllm_and_trainer_and_workers_may_jail(compose, env_e
 
 def test_services_start_after_what_they_need(compose):
     services = compose["services"]
-    assert services["web"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
-                                             "redis": {"condition": "service_healthy"}}
+    assert services["web"]["depends_on"] == {
+        "postgres": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
     # Migrations run in the web container: everything else using the database waits for it.
     for name in ("reconciler", *WORKERS, "trainer"):
         assert services[name]["depends_on"] == {"web": {"condition": "service_healthy"}}, name
@@ -217,10 +236,18 @@ def test_the_example_env_covers_every_variable_and_its_urls_match_the_servers(co
     database = urlsplit(env_example["DATABASE_URL"])
     postgres = compose["services"]["postgres"]["environment"]
     assert (database.hostname, database.port, database.username, database.password, database.path) == (
-        "postgres", 5432, postgres["POSTGRES_USER"], postgres["POSTGRES_PASSWORD"], f"/{postgres['POSTGRES_DB']}")
+        "postgres",
+        5432,
+        postgres["POSTGRES_USER"],
+        postgres["POSTGRES_PASSWORD"],
+        f"/{postgres['POSTGRES_DB']}",
+    )
     redis_url = urlsplit(env_example["REDIS_URL"])
     assert (redis_url.hostname, redis_url.port, redis_url.password) == (
-        "redis", 6379, compose["services"]["redis"]["environment"]["REDIS_PASSWORD"])
+        "redis",
+        6379,
+        compose["services"]["redis"]["environment"]["REDIS_PASSWORD"],
+    )
     assert "--requirepass" in shlex.split(compose["services"]["redis"]["command"][-1])
     # The web refuses these example secrets at start.
     entrypoint = (DOCKER / "web-entrypoint.sh").read_text()

@@ -1,5 +1,6 @@
 """The project's dependency pins agree with what its images run: the vllm extra with the vLLM image, the torch
 floor with the worker image's torch."""
+
 import re
 import tomllib
 

@@ -1,5 +1,6 @@
 """The images' Dockerfiles against the project: what they copy exists and is sent, what they run exists and imports,
 the variables they set are read by the code, the ports agree with the settings (no Docker engine is needed)."""
+
 import ast
 import importlib
 import importlib.util
@@ -19,8 +20,14 @@ ROOT = Path(settings.BASE_DIR)
 DOCKER = ROOT / "docker"
 IMAGES = ("web", "worker", "trainer")
 # Variables that configure Python, pip, apt or the virtual environment rather than the project.
-STANDARD_ENV = {"PATH", "VIRTUAL_ENV", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PIP_DISABLE_PIP_VERSION_CHECK",
-                "DEBIAN_FRONTEND"}
+STANDARD_ENV = {
+    "PATH",
+    "VIRTUAL_ENV",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PIP_DISABLE_PIP_VERSION_CHECK",
+    "DEBIAN_FRONTEND",
+}
 
 
 def env_of(instructions) -> dict[str, str]:
@@ -84,17 +91,35 @@ def test_every_copied_path_exists_and_is_sent_in_the_build_context(dockerfiles, 
                 continue
             for source in sources:
                 assert (ROOT / source).exists(), f"{image}.Dockerfile copies {source}, which does not exist"
-                assert source == "." or not ignored(source), f"{image}.Dockerfile copies {source}, .dockerignore drops it"
+                assert source == "." or not ignored(source), (
+                    f"{image}.Dockerfile copies {source}, .dockerignore drops it"
+                )
                 copied.append(source)
     assert copied, f"{image}.Dockerfile copies nothing from the repository"
 
 
 def test_the_build_context_holds_the_runtime_files_and_never_secrets_or_local_state():
-    for needed in ("docker/web-entrypoint.sh", "docker/healthcheck.py", "manage.py", "package-lock.json",
-                   "sandbox/native/ks_torch.h", "templates", "static/js", "agent/SKILL.md"):
+    for needed in (
+        "docker/web-entrypoint.sh",
+        "docker/healthcheck.py",
+        "manage.py",
+        "package-lock.json",
+        "sandbox/native/ks_torch.h",
+        "templates",
+        "static/js",
+        "agent/SKILL.md",
+    ):
         assert (ROOT / needed).exists() and not ignored(needed), needed
-    for secret_or_state in ("docker/.env", ".env", ".git/config", ".venv/bin/python", "node_modules/htmx.org",
-                            "static/vendor/htmx-2.0.11", "staticfiles/admin", "studio/__pycache__/x.pyc"):
+    for secret_or_state in (
+        "docker/.env",
+        ".env",
+        ".git/config",
+        ".venv/bin/python",
+        "node_modules/htmx.org",
+        "static/vendor/htmx-2.0.11",
+        "staticfiles/admin",
+        "studio/__pycache__/x.pyc",
+    ):
         assert ignored(secret_or_state), f".dockerignore sends {secret_or_state} to the image builder"
     assert os.access(DOCKER / "web-entrypoint.sh", os.X_OK), "web-entrypoint.sh must be executable (COPY keeps modes)"
 
@@ -136,8 +161,10 @@ def test_commands_name_real_modules_management_commands_and_extras(dockerfiles, 
 
 def test_the_web_image_vendors_collects_and_serves_on_the_settings_port(dockerfiles):
     runs = [" ".join(c) for c in shell_commands(dockerfiles["web"])]
-    order = [next(i for i, run in enumerate(runs) if step in run)
-             for step in ("npm ci", "pip install -e .", "python -m studio.vendor", "python manage.py collectstatic")]
+    order = [
+        next(i for i, run in enumerate(runs) if step in run)
+        for step in ("npm ci", "pip install -e .", "python -m studio.vendor", "python manage.py collectstatic")
+    ]
     assert order == sorted(order), f"npm ci, install, vendor and collectstatic must run in that order: {runs}"
     env = env_of(dockerfiles["web"])
     exposed = [args for word, args in dockerfiles["web"] if word == "EXPOSE"]
@@ -181,6 +208,6 @@ def test_the_trainer_image_installs_the_train_extra_with_accelerate(dockerfiles)
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(dep.startswith("accelerate") for dep in extras["train"])
     runs = [" ".join(c) for c in shell_commands(dockerfiles["trainer"])]
-    assert any('pip install -e .[train]' in run for run in runs)
+    assert any("pip install -e .[train]" in run for run in runs)
     assert any(run.startswith("accelerate launch") for run in runs)
     assert importlib.import_module("training.cli").COMMANDS["train"]

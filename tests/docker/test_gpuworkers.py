@@ -1,5 +1,6 @@
 """manage.py gpuworkers: one real RQ worker per GPU, each seeing only its own GPU, started again when it dies,
 stopped together; and the container health check that counts them."""
+
 import os
 import signal
 import subprocess
@@ -20,8 +21,14 @@ pytestmark = pytest.mark.slow
 
 def healthcheck(redis_url, *args, database_url=None):
     env = {**os.environ, "REDIS_URL": redis_url, **({"DATABASE_URL": database_url} if database_url else {})}
-    proc = subprocess.run([sys.executable, "docker/healthcheck.py", *args], cwd=settings.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "docker/healthcheck.py", *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -29,9 +36,14 @@ def healthcheck(redis_url, *args, database_url=None):
 def gpu_workers(private_redis_url):
     """`manage.py gpuworkers gpu --gpus 0,1` on a Redis database of this test, once both workers are registered."""
     env = {**os.environ, "REDIS_URL": private_redis_url}
-    process = subprocess.Popen([sys.executable, "manage.py", "gpuworkers", "gpu", "--gpus", "0,1"],
-                               cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "gpuworkers", "gpu", "--gpus", "0,1"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     process.connection = redis.Redis.from_url(private_redis_url)
     deadline = time.monotonic() + 90
     while len(Worker.all(connection=process.connection)) < 2:
@@ -82,6 +94,7 @@ def test_a_dead_worker_is_started_again_under_its_name_while_the_others_keep_run
     def registered():
         workers = Worker.all(connection=gpu_workers.connection)
         return sorted(w.name for w in workers if w.pid != dead.pid and psutil.pid_exists(w.pid))
+
     deadline = time.monotonic() + 90
     while registered() != names:  # its dead registration is taken over, not waited out
         assert gpu_workers.poll() is None and time.monotonic() < deadline, registered()
@@ -107,6 +120,7 @@ def test_it_rejects_a_gpu_named_twice_an_unknown_queue_and_a_host_without_nvidia
 @pytest.mark.django_db
 def test_the_services_check_says_which_service_is_unreachable(free_port, scratch_database):
     from django.db import connection
+
     db = connection.settings_dict  # this test run's own database: it exists
     database = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     code, output = healthcheck(settings.REDIS_URL, "services", database_url=database)

@@ -1,4 +1,5 @@
 """Browser tests: a real studio (runstudio: daphne, RQ workers) on a throwaway database, driven by Debian's Chromium."""
+
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,14 @@ def studio():
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-profile"), accept_downloads=True,
-                                  viewport={"width": 1280, "height": 900})
+        context = launch_chromium(
+            playwright,
+            tmp_path_factory.mktemp("chromium-profile"),
+            accept_downloads=True,
+            viewport={"width": 1280, "height": 900},
+        )
         context.set_default_timeout(30_000)
         yield context
         context.close()

@@ -1,5 +1,6 @@
 """The studio's pages under their own Content-Security-Policy in Chromium: the run page (its live WebSocket, Monaco)
 and the kernel editor work, and the browser reports no violation."""
+
 import json
 import os
 import subprocess
@@ -38,8 +39,14 @@ actions.append_event({run}, "turn", {{"index": 2, "thought": "live", "tool_calls
 def in_studio(studio, code):
     """Run CODE in `manage.py shell` against STUDIO's database; its output."""
     env = {**os.environ, "DATABASE_URL": studio.database_url, "KS_CACHE_DIR": str(studio.folder / "cache")}
-    proc = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=settings.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -58,14 +65,19 @@ def violations(browser):
 
 @pytest.fixture(scope="module")
 def watched_page(page, studio, violations):
-    page.on("console", lambda message: violations.append(message.text)
-            if "Content Security Policy" in message.text or "CSP violation" in message.text else None)
+    page.on(
+        "console",
+        lambda message: (
+            violations.append(message.text)
+            if "Content Security Policy" in message.text or "CSP violation" in message.text
+            else None
+        ),
+    )
     log_in(page, studio)
     return page
 
 
-def test_the_run_page_streams_and_shows_kernels_without_a_policy_violation(watched_page, studio, seeded,
-                                                                           violations):
+def test_the_run_page_streams_and_shows_kernels_without_a_policy_violation(watched_page, studio, seeded, violations):
     page = watched_page
     response = page.goto(f"{studio.url}/runs/{seeded['run']}")
     assert "script-src 'self'" in response.headers["content-security-policy"]

@@ -3,6 +3,7 @@ upload a problem, watch a heuristic run live on the CPU target (reloading mid-ru
 verdict and speedup bars, edit and evaluate a kernel with the verdicts before and after side by side, diff two
 versions, download the package, run again and delete from "my runs", follow a staff evaluation's progress.
 Screenshots: artifacts/e2e/."""
+
 import gzip
 import re
 
@@ -33,14 +34,20 @@ state = {}
 
 
 def turn_indexes(page):
-    return page.eval_on_selector_all("#timeline li.card-turn h3", "hs => hs.map(h => Number(h.textContent.split(' ')[1]))")
+    return page.eval_on_selector_all(
+        "#timeline li.card-turn h3", "hs => hs.map(h => Number(h.textContent.split(' ')[1]))"
+    )
 
 
 def stored_turns(studio, run_id):
     with psycopg.connect(studio.database_url.replace("postgres://", "postgresql://")) as conn:
-        return [row[0] for row in conn.execute(
-            "SELECT (payload->>'index')::int FROM studio_runevent WHERE run_id = %s AND kind = 'turn' ORDER BY seq",
-            [run_id])]
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT (payload->>'index')::int FROM studio_runevent WHERE run_id = %s AND kind = 'turn' ORDER BY seq",
+                [run_id],
+            )
+        ]
 
 
 def text_of(page, path):
@@ -149,8 +156,10 @@ def test_a_heuristic_run_streams_turn_cards_live_and_a_reload_shows_no_gap(page,
     assert page.locator("#run-verdict .reward-badge").inner_text().startswith("reward ")
     assert page.locator("#run-verdict svg.speedups g.bar").count() >= 1
     assert "trials correct" in page.inner_text("#run-verdict .trials")
-    assert page.evaluate("() => document.querySelector('#run-verdict').getBoundingClientRect().top < "
-                         "document.querySelector('#timeline').getBoundingClientRect().top")
+    assert page.evaluate(
+        "() => document.querySelector('#run-verdict').getBoundingClientRect().top < "
+        "document.querySelector('#timeline').getBoundingClientRect().top"
+    )
     assert page.locator("#run-cancel").count() == 0 and page.locator("#run-retry").count() == 1
     shot(page, "06-run-finished")
 
@@ -177,14 +186,18 @@ def test_edit_and_evaluate_a_kernel_then_keep_it(page, studio, shot):
     page.wait_for_selector("#verdict-after .verdict-headline")
     assert page.inner_text("#verdict-after h2").startswith("After: your edit")
     assert page.inner_text("#verdict-before h2").startswith("Before: version #")
-    assert page.evaluate("() => { const a = document.querySelector('#verdict-before').getBoundingClientRect(), "
-                         "b = document.querySelector('#verdict-after').getBoundingClientRect(); "
-                         "return Math.abs(a.top - b.top) < 2 && a.left < b.left; }")
+    assert page.evaluate(
+        "() => { const a = document.querySelector('#verdict-before').getBoundingClientRect(), "
+        "b = document.querySelector('#verdict-after').getBoundingClientRect(); "
+        "return Math.abs(a.top - b.top) < 2 && a.left < b.left; }"
+    )
     # The edit against the version as opened, in Monaco's diff editor, still editable on its right side.
     page.select_option("#diff-against", "opened")
     page.wait_for_selector("#edit[data-diff='opened'] .monaco-diff-editor")
-    assert page.evaluate("() => monaco.editor.getDiffEditors()[0].getModel().modified.getValue()"
-                         ".includes('tuned by hand in the browser')")
+    assert page.evaluate(
+        "() => monaco.editor.getDiffEditors()[0].getModel().modified.getValue()"
+        ".includes('tuned by hand in the browser')"
+    )
     shot(page, "08-editor-verdict")
     page.select_option("#diff-against", "")
     page.wait_for_function("() => document.getElementById('edit').dataset.diff === ''")
@@ -196,10 +209,13 @@ def test_edit_and_evaluate_a_kernel_then_keep_it(page, studio, shot):
     page.keyboard.press("Control+End")
     page.keyboard.type("this is not C++;\n")
     page.click("#evaluate")
-    page.wait_for_function("() => document.getElementById('verdict-status').textContent.startsWith('compile_error')",
-                           timeout=180_000)
+    page.wait_for_function(
+        "() => document.getElementById('verdict-status').textContent.startsWith('compile_error')", timeout=180_000
+    )
     broken_line = text_of(page, kernel).splitlines().index("this is not C++;") + 1
-    markers = page.evaluate("monaco.editor.getModelMarkers({owner: 'sandbox'}).map(m => [m.resource.path, m.startLineNumber])")
+    markers = page.evaluate(
+        "monaco.editor.getModelMarkers({owner: 'sandbox'}).map(m => [m.resource.path, m.startLineNumber])"
+    )
     assert ["/" + kernel, broken_line] in markers and "error" in page.inner_text("#verdict-log")
     shot(page, "09-editor-compile-error")
     page.goto(needs("run"))
@@ -217,8 +233,10 @@ def test_a_diff_between_two_versions_of_the_run(page, studio, shot):
     agent = next(v for v in agent if v != str(kept))
     page.select_option("#version-b", agent)
     page.wait_for_selector("#kernels .monaco-diff-editor")
-    models = page.evaluate("() => { const m = monaco.editor.getDiffEditors()[0].getModel(); "
-                           "return [m.original.getValue(), m.modified.getValue()]; }")
+    models = page.evaluate(
+        "() => { const m = monaco.editor.getDiffEditors()[0].getModel(); "
+        "return [m.original.getValue(), m.modified.getValue()]; }"
+    )
     assert "tuned by hand in the browser" in models[1] and "tuned by hand in the browser" not in models[0]
     shot(page, "09b-run-diff")
 
@@ -262,7 +280,8 @@ def test_staff_follow_an_evaluations_progress(page, studio, shot):
             "INSERT INTO studio_benchevaluation (status, job_id, error, created_at, started_at, created_by_id, policy,"
             " model, device, levels, sandbox, folder, progress) VALUES ('running', '', '', now(),"
             " now() - interval '10 minutes', %s, 'heuristic', '', 'cpu', '1', 'strict', '', %s::jsonb) RETURNING id",
-            [user_id, '{"done": 4, "total": 10, "correct": 3, "current": "level1/5_Matrix_scalar"}']).fetchone()[0]
+            [user_id, '{"done": 4, "total": 10, "correct": 3, "current": "level1/5_Matrix_scalar"}'],
+        ).fetchone()[0]
     page.goto(f"{studio.url}/staff/evaluations/{evaluation}")
     assert "4 of 10 problems done" in page.inner_text("#evaluation-progress")
     assert page.inner_text(".current-problem") == "level1/5_Matrix_scalar"

@@ -3,6 +3,7 @@
 KernelBench's problems are read from tests/gpu/data/problems.jsonl (copied there on a GPU machine, where only
 the repository travels), else from ../shared/kernelbench/problems.jsonl beside the repository.
 """
+
 import json
 import os
 import shutil
@@ -22,8 +23,16 @@ HACKS = GPU_TESTS / "hacks"
 TEST_PROBLEMS = GPU_TESTS / "problems"
 
 # Small enough that an evaluation of a small problem takes seconds; the protocol itself is unchanged.
-FAST = dict(device="cuda", trials=2, time_budget_s=0.3, warmup_s=0.05, min_samples=10, max_samples=100,
-            input_sets=2, compiled_baseline=False)
+FAST = dict(
+    device="cuda",
+    trials=2,
+    time_budget_s=0.3,
+    warmup_s=0.05,
+    min_samples=10,
+    max_samples=100,
+    input_sets=2,
+    compiled_baseline=False,
+)
 # Validations run two at a time: model construction and process start-up run on the CPU, and two problems of
 # 6 GB inputs (four such tensors each while validating) fit in GPU memory together.
 VALIDATION_WORKERS = 2
@@ -34,6 +43,7 @@ _verdicts = []
 def _cuda_available():
     try:
         import torch
+
         return torch.cuda.is_available()
     except Exception:  # noqa: BLE001 -- no usable torch is the same as no GPU here
         return False
@@ -78,6 +88,7 @@ def sandbox_cache():
 @dataclass(frozen=True)
 class Case:
     """A KernelBench problem with its handwritten solution."""
+
     level: int
     name: str
     output_shape: tuple
@@ -127,8 +138,10 @@ class KernelBench:
     def _load(self):
         if self._codes is None:
             if self.source is None:
-                pytest.skip("KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
-                            f"{PROBLEM_SOURCES[0].relative_to(REPO)}")
+                pytest.skip(
+                    "KernelBench problems not found: copy ../shared/kernelbench/problems.jsonl to "
+                    f"{PROBLEM_SOURCES[0].relative_to(REPO)}"
+                )
             self._codes = {}
             for line in self.source.read_text().splitlines():
                 if line.strip():
@@ -155,6 +168,7 @@ def kernelbench(tmp_path_factory):
 def validated_specs(kernelbench):
     """{case key: ("ok", spec) or ("invalid", reason)} for every case, validated on the GPU in parallel."""
     from sandbox.validate import validate_problem
+
     paths = {case.key: kernelbench.problem(case.level, case.name) for case in CASES}
     # Big problems first, so that they never end up waiting behind each other at the end.
     order = sorted(CASES, key=lambda case: not case.big)
@@ -182,6 +196,7 @@ def record_verdict():
 
     def record(label, verdict):
         _verdicts.append((label, verdict if isinstance(verdict, Verdict) else Verdict.from_json(verdict)))
+
     return record
 
 
@@ -202,16 +217,22 @@ def pytest_terminal_summary(terminalreporter):
     if not _verdicts:
         return
     terminalreporter.section("sandbox verdicts (tests/gpu)")
-    terminalreporter.write_line(f"{'evaluation':58} {'status':13} {'reward':>6} {'ms':>9} {'x eager':>8} "
-                                f"{'spread%':>8} {'compile s':>9} {'wall s':>7}")
+    terminalreporter.write_line(
+        f"{'evaluation':58} {'status':13} {'reward':>6} {'ms':>9} {'x eager':>8} "
+        f"{'spread%':>8} {'compile s':>9} {'wall s':>7}"
+    )
     for label, v in _verdicts:
         spread = (v.timing.get("candidate") or {}).get("spread_pct")
-        cells = [f"{label[:58]:58}", f"{v.status:13}", f"{v.reward:>6}",
-                 f"{v.runtime_ms:9.4f}" if v.runtime_ms is not None else f"{'-':>9}",
-                 f"{v.speedup_vs_eager:8.2f}" if v.speedup_vs_eager is not None else f"{'-':>8}",
-                 f"{spread:8.1f}" if spread is not None else f"{'-':>8}",
-                 f"{v.compile_s:9.1f}" if v.compile_s is not None else f"{'-':>9}",
-                 f"{v.wall_s:7.1f}" if v.wall_s is not None else f"{'-':>7}"]
+        cells = [
+            f"{label[:58]:58}",
+            f"{v.status:13}",
+            f"{v.reward:>6}",
+            f"{v.runtime_ms:9.4f}" if v.runtime_ms is not None else f"{'-':>9}",
+            f"{v.speedup_vs_eager:8.2f}" if v.speedup_vs_eager is not None else f"{'-':>8}",
+            f"{spread:8.1f}" if spread is not None else f"{'-':>8}",
+            f"{v.compile_s:9.1f}" if v.compile_s is not None else f"{'-':>9}",
+            f"{v.wall_s:7.1f}" if v.wall_s is not None else f"{'-':>7}",
+        ]
         terminalreporter.write_line(" ".join(cells))
     report = Path(os.environ.get("KS_GPU_REPORT", ""))
     if report.name:  # a JSON list of verdicts, extended by every session that names it

@@ -5,6 +5,7 @@ PyTorch compute reached from C++ or a Python custom op is a violation, and graph
 Most variants come from one test double, tests/gpu/hacks/scale (y = 2x + 1), whose model_new.py picks the
 behaviour; its kernels and binding never change, so all of them share one build.
 """
+
 import shutil
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def scale_variant(tmp_path_factory):
             shutil.copytree(HACKS / "scale", folder)
             source = (folder / "model_new.py").read_text()
             patched = source.replace('BEHAVIOR = "honest"', f'BEHAVIOR = "{behavior}"').replace(
-                "SPIN_US = 0", f"SPIN_US = {spin_us}")
+                "SPIN_US = 0", f"SPIN_US = {spin_us}"
+            )
             assert patched.count(f'BEHAVIOR = "{behavior}"') == 1 and f"SPIN_US = {spin_us}" in patched
             (folder / "model_new.py").write_text(patched)
         return folder
@@ -43,10 +45,15 @@ def scale_variant(tmp_path_factory):
 
 def test_work_on_a_side_stream_is_timed_or_refused(scale_variant, run_eval):
     # Events (the protocol of problems above the launch bound): the device-wide synchronize counts the side stream.
-    honest = run_eval(SCALE_SHIFT, scale_variant("honest", SPIN_US), label="scale, same stream, 200 us spin, events",
-                      timing="events")
-    hidden = run_eval(SCALE_SHIFT, scale_variant("side_stream", SPIN_US), label="scale, side stream, 200 us spin, "
-                      "events", timing="events")
+    honest = run_eval(
+        SCALE_SHIFT, scale_variant("honest", SPIN_US), label="scale, same stream, 200 us spin, events", timing="events"
+    )
+    hidden = run_eval(
+        SCALE_SHIFT,
+        scale_variant("side_stream", SPIN_US),
+        label="scale, side stream, 200 us spin, events",
+        timing="events",
+    )
     assert honest.status == "ok", honest.log
     assert hidden.status == "ok", hidden.log
     assert honest.runtime_ms >= 0.5 * SPIN_US / 1000
@@ -120,4 +127,6 @@ def test_graph_timing_is_steadier_than_events_for_a_tiny_kernel(scale_variant, r
     assert graph.timing["candidate"]["calls_per_sample"] > 1
     # One percentage point of slack: both spreads can be near zero on a quiet GPU.
     assert graph.timing["candidate"]["spread_pct"] <= events.timing["candidate"]["spread_pct"] + 1.0, (
-        graph.timing["candidate"], events.timing["candidate"])
+        graph.timing["candidate"],
+        events.timing["candidate"],
+    )

@@ -1,6 +1,7 @@
 """The heuristic policy end to end on the GPU: KernelBench problems of levels 1-3 (elementwise, row-wise and group
 norms, pools, cuBLAS GEMM and cuDNN convolution with their epilogues, and chains of such stages), one episode each,
 reaching a correct solution through the same tools a model uses."""
+
 import re
 
 import pytest
@@ -35,9 +36,11 @@ PROBLEMS = (
     (3, "6_GoogleNetInceptionModule"),
 )
 
+
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])
-def test_the_heuristic_writes_a_correct_kernel_for_a_kernelbench_problem(kernelbench, fast_protocol, record_verdict,
-                                                                        tmp_path, level, name):
+def test_the_heuristic_writes_a_correct_kernel_for_a_kernelbench_problem(
+    kernelbench, fast_protocol, record_verdict, tmp_path, level, name
+):
     from agent.loop import Episode, EpisodeConfig
     from agent.policies import make_policy
     from sandbox import EvalConfig
@@ -147,7 +150,9 @@ def test_the_dag_planner_writes_correct_kernels_for_user_modules(fast_protocol, 
     traj = Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
     verdict = traj.verdict
     record_verdict(f"heuristic (DAG): {name}", verdict)
-    print(f"{name}: speedup vs eager {verdict.get('speedup_vs_eager')}, vs compile {verdict.get('speedup_vs_compiled')}")
+    print(
+        f"{name}: speedup vs eager {verdict.get('speedup_vs_eager')}, vs compile {verdict.get('speedup_vs_compiled')}"
+    )
     assert traj.stop_reason == "submitted", traj.stop_reason
     assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
     kernel = (tmp_path / "workspace" / "kernels" / "fused.cu").read_text()

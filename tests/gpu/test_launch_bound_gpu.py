@@ -2,6 +2,7 @@
 baselines and its solution timed by CUDA-graph replay alike, a larger one by events; a solution that skips its work
 while a stream is capturing is caught; a solution's shape generality (issue 22) is checked on the GPU too, and an
 exported solution.py evaluates there and runs under torch's own load_inline."""
+
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ SCALE = GPU_TESTS / "hacks" / "scale"
 TINY_SCALE_SHIFT = GPU_TESTS / "problems" / "tiny_scale_shift.py"
 LINEAR_RELU = REPO / "agent" / "reference" / "cuda_linear_relu"
 
-LARGE_SCALE_SHIFT = '''
+LARGE_SCALE_SHIFT = """
 import torch
 from torch import nn
 
@@ -35,23 +36,24 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # The scale workspace's forward, made to launch nothing while a stream is capturing: graph replay would time an
 # empty graph.
-SKIPS_UNDER_CAPTURE = '''    def forward(self, x: torch.Tensor) -> torch.Tensor:
+SKIPS_UNDER_CAPTURE = """    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         out = torch.empty_like(x)
         if torch.cuda.is_current_stream_capturing():
             return out
         ops.scale(x, out, BEHAVIORS.index(BEHAVIOR), SPIN_US)
         return out
-'''
+"""
 
 
 def test_a_launch_bound_problem_is_timed_by_graph_replay_baselines_and_solution_alike(run_eval):
-    verdict = run_eval(TINY_SCALE_SHIFT, SCALE, label="tiny scale, auto, with torch.compile", compiled_baseline=True,
-                       time_budget_s=0.5)
+    verdict = run_eval(
+        TINY_SCALE_SHIFT, SCALE, label="tiny scale, auto, with torch.compile", compiled_baseline=True, time_budget_s=0.5
+    )
     assert verdict.status == "ok", verdict.log
     timing = verdict.timing
     assert timing["protocol"] == "graph", timing
@@ -95,8 +97,12 @@ def test_a_general_elementwise_kernel_is_shape_general_on_the_gpu(run_eval, tmp_
 
 def _exported(tmp_path):
     from agent.workspace import solution_source
-    files = {str(p.relative_to(LINEAR_RELU)): p.read_text() for p in LINEAR_RELU.rglob("*")
-             if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts}
+
+    files = {
+        str(p.relative_to(LINEAR_RELU)): p.read_text()
+        for p in LINEAR_RELU.rglob("*")
+        if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts
+    }
     exported = tmp_path / "solution.py"
     exported.write_text(solution_source(files, "cuda linear relu"))
     return exported
@@ -109,7 +115,7 @@ def test_an_exported_cuda_solution_evaluates_through_the_fast_load_inline(run_ev
     assert verdict.shape_general is True, verdict.shape_failure
 
 
-RUN_EXPORTED = '''
+RUN_EXPORTED = """
 import importlib.util, json, sys
 import torch
 
@@ -131,7 +137,7 @@ with torch.no_grad():
         x = torch.randn(rows, 2048, device="cuda")
         errors.append(float((model(x) - model_new(x)).abs().max()))
 print(json.dumps({"errors": errors, "project": [m for m in sys.modules if m.split(".")[0] in ("sandbox", "agent")]}))
-'''
+"""
 
 
 def test_an_exported_cuda_solution_runs_under_torchs_own_load_inline(tmp_path):
@@ -140,8 +146,15 @@ def test_an_exported_cuda_solution_runs_under_torchs_own_load_inline(tmp_path):
     script.write_text(RUN_EXPORTED)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TORCH_EXTENSIONS_DIR"] = str(tmp_path / "torch_extensions")
-    proc = subprocess.run([sys.executable, str(script), str(LINEAR_RELU / "problem.py"), str(exported)], check=False,
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=400)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(LINEAR_RELU / "problem.py"), str(exported)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["project"] == []

@@ -1,5 +1,6 @@
 """Packaging CUDA solutions: the wheel built on this GPU machine, installed into a fresh virtual environment
 (no network), the package's own tests run there, torch.compile without graph breaks, kernels on torch's stream."""
+
 import subprocess
 import textwrap
 
@@ -11,7 +12,7 @@ from sandbox.package.verify import check_package
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
-RELU = '''
+RELU = """
 import torch
 import torch.nn as nn
 
@@ -30,12 +31,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # A native workspace: a float4 kernel compiled by nvcc alone, a stable-ABI binding that launches it on torch's
 # current stream (the shim's aoti_torch_get_current_cuda_stream, declared under USE_CUDA).
 WORKSPACE = {
-    "kernels/relu.cu": '''
+    "kernels/relu.cu": """
         #include <cuda_runtime.h>
         #include <cstdint>
 
@@ -62,8 +63,8 @@ WORKSPACE = {
             }
             if (n % 4) relu_tail<<<1, 4, 0, stream>>>(x, y, n4 * 4, n);
         }
-        ''',
-    "binding.cpp": '''
+        """,
+    "binding.cpp": """
         #include <torch/csrc/inductor/aoti_torch/c/shim.h>
         #include <torch/csrc/stable/library.h>
         #include <torch/csrc/stable/ops.h>
@@ -85,8 +86,8 @@ WORKSPACE = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("relu(Tensor x) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CUDA, m) { m.impl("relu", TORCH_BOX(&relu)); }
-        ''',
-    "model_new.py": '''
+        """,
+    "model_new.py": """
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -100,7 +101,7 @@ WORKSPACE = {
 
             def forward(self, x):
                 return ops.relu(x.contiguous())
-        ''',
+        """,
 }
 
 # KernelBench style: CUDA source inline, bound by load_inline's `functions`.
@@ -142,7 +143,7 @@ class ModelNew(nn.Module):
 
 # Run in the fresh environment: no graph break, and the kernel runs on the current stream (a CUDA graph
 # captured on a side stream fails if anything launches on another stream).
-STREAM_AND_COMPILE = '''
+STREAM_AND_COMPILE = """
 import torch
 import {module} as pkg
 
@@ -159,7 +160,7 @@ graph.replay()
 torch.cuda.synchronize()
 torch.testing.assert_close(y, torch.relu(x))
 print("ok")
-'''
+"""
 
 
 def _write(root, files):
@@ -180,11 +181,19 @@ def _check(result, tmp_path, op):
     check = check_package(result.sdist, tmp_path / "check", install=result.wheel)
     assert check.ok, check.log
     assert "not inferred" not in " ".join(result.notes), result.notes  # the fake came from what the kernel did
-    for test in ("test_model_new_matches_the_reference[0]", "test_operators_pass_opcheck",
-                 "test_model_new_compiles_without_graph_breaks", "test_model_new_compiles_with_dynamic_shapes"):
+    for test in (
+        "test_model_new_matches_the_reference[0]",
+        "test_operators_pass_opcheck",
+        "test_model_new_compiles_without_graph_breaks",
+        "test_model_new_compiles_with_dynamic_shapes",
+    ):
         assert f"{test} PASSED" in check.log, check.log
-    run = subprocess.run([check.python, "-c", STREAM_AND_COMPILE.format(module=result.module, op=op)],
-                         capture_output=True, text=True, cwd=tmp_path)
+    run = subprocess.run(
+        [check.python, "-c", STREAM_AND_COMPILE.format(module=result.module, op=op)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0 and "ok" in run.stdout, run.stdout + run.stderr
 
 
@@ -197,7 +206,8 @@ def test_a_cuda_workspace_packages_into_a_wheel_that_installs_and_passes_its_tes
 
 def test_a_cuda_load_inline_solution_packages_too(problem, tmp_path):
     (tmp_path / "solution.py").write_text(INLINE)
-    result = package_solution(problem, tmp_path / "solution.py", tmp_path / "dist", name="ks-gpu-relu-inline",
-                              check=False)
+    result = package_solution(
+        problem, tmp_path / "solution.py", tmp_path / "dist", name="ks-gpu-relu-inline", check=False
+    )
     assert result.operators == ["ks_gpu_relu_inline::relu_cuda"]
     _check(result, tmp_path, "relu_cuda")

@@ -4,6 +4,7 @@ workspaces, a fast evaluation config, and the small problems most tests share.
 Everything runs for real: jailed subprocesses, g++, the dispatch recorder. Tensors are small and the timing
 budget short so that one evaluation takes a few seconds on a two-core machine.
 """
+
 import atexit
 import json
 import os
@@ -120,7 +121,7 @@ def get_init_inputs():
 '''
 
 # Honest solutions: numpy computes, PyTorch only wraps memory (no PyTorch compute operator is reached).
-HONEST_ELEMENTWISE = '''
+HONEST_ELEMENTWISE = """
 import numpy as np
 import torch
 import torch.nn as nn
@@ -132,9 +133,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x, y):
         return torch.from_numpy(np.maximum(x.numpy() + y.numpy(), 0.0) * np.float32(2.0))
-'''
+"""
 
-HONEST_ROWSUM = '''
+HONEST_ROWSUM = """
 import numpy as np
 import torch
 import torch.nn as nn
@@ -146,9 +147,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return torch.from_numpy(np.ascontiguousarray(x.numpy().sum(axis=1, dtype=np.float32)))
-'''
+"""
 
-HONEST_LINEAR_RELU = '''
+HONEST_LINEAR_RELU = """
 import numpy as np
 import torch
 import torch.nn as nn
@@ -163,19 +164,19 @@ class ModelNew(nn.Module):
         w = self.linear.weight.detach().numpy()
         b = self.linear.bias.detach().numpy()
         return torch.from_numpy(np.ascontiguousarray(np.maximum(x.numpy() @ w.T + b, 0.0), dtype=np.float32))
-'''
+"""
 
 # A stable-ABI native workspace for ELEMENTWISE: plain C++ kernel, a binding that sees only torch's C shim.
 STABLE_WORKSPACE = {
-    "kernels/add_relu.cpp": '''
+    "kernels/add_relu.cpp": """
         #include <algorithm>
         #include <cstdint>
 
         void add_relu_forward(const float* x, const float* y, float* out, int64_t n) {
             for (int64_t i = 0; i < n; ++i) out[i] = std::max(x[i] + y[i], 0.0f) * 2.0f;
         }
-        ''',
-    "binding.cpp": '''
+        """,
+    "binding.cpp": """
         #include <torch/csrc/stable/library.h>
         #include <torch/csrc/stable/tensor.h>
         #include <torch/csrc/stable/ops.h>
@@ -193,8 +194,8 @@ STABLE_WORKSPACE = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("add_relu(Tensor x, Tensor y) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("add_relu", TORCH_BOX(&add_relu)); }
-        ''',
-    "model_new.py": '''
+        """,
+    "model_new.py": """
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -208,14 +209,14 @@ STABLE_WORKSPACE = {
 
             def forward(self, x, y):
                 return ext.add_relu(x.contiguous(), y.contiguous())
-        ''',
+        """,
 }
 
 # A classic binding (torch/extension.h + pybind11), compiled against the precompiled header. `add_relu` is an
 # honest kernel; `cheat` calls at::relu from C++, which the dispatch recorder must see. Both share one build.
 CLASSIC_BINDING = {
     "kernels/add_relu.cpp": STABLE_WORKSPACE["kernels/add_relu.cpp"],
-    "binding.cpp": '''
+    "binding.cpp": """
         #include <torch/extension.h>
 
         void add_relu_forward(const float* x, const float* y, float* out, int64_t n);
@@ -234,13 +235,15 @@ CLASSIC_BINDING = {
             m.def("add_relu", &add_relu);
             m.def("cheat", &cheat);
         }
-        ''',
+        """,
 }
 
 
 def classic_workspace_files(function):
     """CLASSIC_BINDING with a model_new.py whose forward calls ext.FUNCTION(x, y)."""
-    return {**CLASSIC_BINDING, "model_new.py": f'''
+    return {
+        **CLASSIC_BINDING,
+        "model_new.py": f"""
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -254,7 +257,8 @@ def classic_workspace_files(function):
 
             def forward(self, x, y):
                 return ext.{function}(x.contiguous(), y.contiguous())
-        '''}
+        """,
+    }
 
 
 class Files:
@@ -295,8 +299,16 @@ def files(tmp_path):
 @pytest.fixture
 def fast_config():
     """A quick CPU evaluation: two trials, no torch.compile baseline, a short timing budget, a bounded timeout."""
-    return EvalConfig(device="cpu", trials=2, compiled_baseline=False, time_budget_s=0.2, warmup_s=0.05,
-                      min_samples=10, max_samples=100, timeout_s=120)
+    return EvalConfig(
+        device="cpu",
+        trials=2,
+        compiled_baseline=False,
+        time_budget_s=0.2,
+        warmup_s=0.05,
+        min_samples=10,
+        max_samples=100,
+        timeout_s=120,
+    )
 
 
 @pytest.fixture
@@ -306,6 +318,7 @@ def run_eval(fast_config):
 
     def run(problem, solution, **overrides):
         return evaluate(problem, solution, fast_config, **overrides)
+
     return run
 
 
@@ -333,10 +346,16 @@ def honest(files):
 @pytest.fixture
 def sources():
     """The shared sources, for tests that build variants of them."""
-    return {"ELEMENTWISE": ELEMENTWISE, "ROWSUM": ROWSUM, "LINEAR_RELU": LINEAR_RELU,
-            "HONEST_ELEMENTWISE": HONEST_ELEMENTWISE, "HONEST_ROWSUM": HONEST_ROWSUM,
-            "HONEST_LINEAR_RELU": HONEST_LINEAR_RELU, "STABLE_WORKSPACE": STABLE_WORKSPACE,
-            "classic_workspace_files": classic_workspace_files}
+    return {
+        "ELEMENTWISE": ELEMENTWISE,
+        "ROWSUM": ROWSUM,
+        "LINEAR_RELU": LINEAR_RELU,
+        "HONEST_ELEMENTWISE": HONEST_ELEMENTWISE,
+        "HONEST_ROWSUM": HONEST_ROWSUM,
+        "HONEST_LINEAR_RELU": HONEST_LINEAR_RELU,
+        "STABLE_WORKSPACE": STABLE_WORKSPACE,
+        "classic_workspace_files": classic_workspace_files,
+    }
 
 
 # -- probes: solution code that reports what it could do from inside the jail --------------------------------
@@ -346,8 +365,11 @@ PROBE_PREFIX = "KS-PROBE "
 def probe_solution(body):
     """An inline solution whose import runs BODY (filling the dict `result`) and then fails with the result:
     the verdict is load_error and its log carries the JSON."""
-    return ("import json, os, socket, sys\nresult = {}\n" + textwrap.dedent(body)
-            + f"\nraise RuntimeError({PROBE_PREFIX!r} + json.dumps(result))\n")
+    return (
+        "import json, os, socket, sys\nresult = {}\n"
+        + textwrap.dedent(body)
+        + f"\nraise RuntimeError({PROBE_PREFIX!r} + json.dumps(result))\n"
+    )
 
 
 def probe_result(verdict):
@@ -360,8 +382,10 @@ def probe_result(verdict):
 @pytest.fixture
 def probe(files, elementwise, run_eval):
     """probe(body, **overrides): run BODY as solution code inside the jail and return its `result` dict."""
+
     def run(body, **overrides):
         return probe_result(run_eval(elementwise, files.solution(probe_solution(body)), **overrides))
+
     return run
 
 
@@ -370,6 +394,7 @@ def sandbox_uids(wait=0.0):
     stragglers of our evaluations, not those of other workers on the machine. With WAIT, give killed ones that
     many seconds to go."""
     import psutil
+
     ours = {settings.UID_BASE + (os.getpid() * 4 + slot) % 30000 for slot in range(4)}
     deadline = time.monotonic() + wait
     while True:

@@ -7,6 +7,7 @@
 - A solution cannot slow or forge the baselines, and cannot change the problem or the harness.
 (Work hidden on side streams is a GPU rule: tests/gpu.)
 """
+
 import os
 import textwrap
 from pathlib import Path
@@ -16,10 +17,14 @@ import pytest
 
 def _solution(body, imports=""):
     """A ModelNew for ELEMENTWISE whose forward is BODY (x, y in scope); IMPORTS run at import time."""
-    return ("import numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-            + textwrap.dedent(imports) + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.relu = nn.ReLU()\n\n    def forward(self, x, y):\n"
-            + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8) + "\n")
+    return (
+        "import numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+        + textwrap.dedent(imports)
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.relu = nn.ReLU()\n\n    def forward(self, x, y):\n"
+        + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8)
+        + "\n"
+    )
 
 
 HONEST_BODY = "return torch.from_numpy(np.maximum(x.numpy() + y.numpy(), 0.0) * np.float32(2.0))"
@@ -39,8 +44,10 @@ FALLBACKS = {
     "tensor methods": ("return x.add(y).clamp_min(0.0).mul(2.0)", ("aten::add", "aten::clamp_min", "aten::mul")),
     "torch.nn.functional": ("return F.relu(torch.from_numpy(x.numpy() + y.numpy())) * 2.0", ("aten::relu",)),
     "nn module": ("return self.relu(torch.from_numpy(x.numpy() + y.numpy())) * 2.0", ("aten::relu",)),
-    "operator overloads": ("s = x + y\nreturn torch.from_numpy(np.maximum(s.numpy(), 0.0) * np.float32(2.0))",
-                           ("aten::add",)),
+    "operator overloads": (
+        "s = x + y\nreturn torch.from_numpy(np.maximum(s.numpy(), 0.0) * np.float32(2.0))",
+        ("aten::add",),
+    ),
 }
 
 
@@ -162,7 +169,9 @@ def test_patching_the_comparison_cannot_make_wrong_outputs_pass(run_eval, files,
         torch.Tensor.__eq__ = lambda *a, **k: True
         sandbox.correctness.compare = lambda *a, **k: sandbox.correctness.Comparison(True)
         """
-    v = run_eval(elementwise, files.solution(_solution("return torch.from_numpy(np.ones(x.shape, np.float32))", imports)))
+    v = run_eval(
+        elementwise, files.solution(_solution("return torch.from_numpy(np.ones(x.shape, np.float32))", imports))
+    )
     assert v.status == "incorrect", (v.status, v.log)
     assert v.reward == -1
 
@@ -178,8 +187,13 @@ def test_patched_clocks_are_reported_and_do_not_change_the_time(run_eval, files,
         torch.isfinite = lambda t: torch.ones(t.shape, dtype=torch.bool)
         """
     cheat = run_eval(elementwise, files.solution(_solution(HONEST_BODY, imports)))
-    assert _violation(cheat, "tampering: time.perf_counter was replaced", "tampering: time.perf_counter_ns was replaced",
-               "tampering: time.monotonic was replaced", "tampering: torch.isfinite was replaced")
+    assert _violation(
+        cheat,
+        "tampering: time.perf_counter was replaced",
+        "tampering: time.perf_counter_ns was replaced",
+        "tampering: time.monotonic was replaced",
+        "tampering: torch.isfinite was replaced",
+    )
     twin = run_eval(elementwise, honest)
     assert twin.status == "ok"
     # A 1000x slower clock would report a 1000x shorter time; the harness captured its clocks beforehand.
@@ -188,26 +202,38 @@ def test_patched_clocks_are_reported_and_do_not_change_the_time(run_eval, files,
 
 def test_a_code_swap_undone_before_the_check_is_still_reported(run_eval, files, elementwise):
     # Swapped and restored within one call: the audit hook saw the assignment to a watched function's code.
-    body = """
+    body = (
+        """
         import sandbox.timing
         original = sandbox.timing._summarize.__code__
         sandbox.timing._summarize.__code__ = (lambda *a, **k: None).__code__
         sandbox.timing._summarize.__code__ = original
-        """ + HONEST_BODY
-    assert _violation(run_eval(elementwise, files.solution(_solution(body))),
-               "tampering: solution code triggered 'set _summarize.__code__'")
+        """
+        + HONEST_BODY
+    )
+    assert _violation(
+        run_eval(elementwise, files.solution(_solution(body))),
+        "tampering: solution code triggered 'set _summarize.__code__'",
+    )
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CPython raises no audit event for assigning a class or module attribute, only for special ones such as "
-    "__code__: a patch of torch.nn.Module.__call__ (or of the clock's method) that solution code undoes before "
-    "the final integrity check goes unseen; only patches still in place at the end are reported"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "CPython raises no audit event for assigning a class or module attribute, only for special ones such as "
+        "__code__: a patch of torch.nn.Module.__call__ (or of the clock's method) that solution code undoes before "
+        "the final integrity check goes unseen; only patches still in place at the end are reported"
+    ),
+)
 def test_a_class_attribute_patch_undone_before_the_check_is_still_reported(run_eval, files, elementwise):
-    body = """
+    body = (
+        """
         original = torch.nn.Module.__call__
         torch.nn.Module.__call__ = lambda self, *a, **k: original(self, *a, **k)
         torch.nn.Module.__call__ = original
-        """ + HONEST_BODY
+        """
+        + HONEST_BODY
+    )
     assert _violation(run_eval(elementwise, files.solution(_solution(body))), "Module.__call__")
 
 
@@ -405,6 +431,7 @@ def test_solution_code_cannot_write_the_problem_the_harness_or_the_system(probe,
     import torch
 
     import sandbox.timing
+
     targets = {
         "problem": str(elementwise),
         "harness": sandbox.timing.__file__,

@@ -1,4 +1,5 @@
 """sandbox.correctness.compare: shapes, dtypes, NaN/Inf, allclose-style tolerances, the worst error reported."""
+
 import math
 
 import pytest
@@ -67,7 +68,11 @@ def test_worst_error_is_reported():
     assert c.max_abs_error == pytest.approx(2.0)
     assert "max abs error 2" in c.reason
     ok = compare([torch.full((4,), 2.0)], [torch.full((4,), 2.001)], ATOL, RTOL)
-    assert ok.ok and ok.max_abs_error == pytest.approx(0.001, rel=1e-3) and ok.max_rel_error == pytest.approx(0.0005, rel=1e-3)
+    assert (
+        ok.ok
+        and ok.max_abs_error == pytest.approx(0.001, rel=1e-3)
+        and ok.max_rel_error == pytest.approx(0.0005, rel=1e-3)
+    )
 
 
 def test_the_worst_error_spans_every_output():
@@ -94,6 +99,7 @@ def test_the_finite_check_of_a_large_output_reads_it_in_chunks_and_finds_a_nan_i
     import torch
 
     from sandbox.workers.common import all_finite
+
     t = torch.zeros(10, 7)
     assert all_finite(t, chunk=8)
     for flat_index in (0, 33, 69):

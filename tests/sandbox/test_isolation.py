@@ -4,6 +4,7 @@ hang ends that subprocess with a clear verdict and the caller carries on.
 
 Probes run as solution code inside the jail and report back through the load_error log (conftest.probe).
 """
+
 import os
 import resource
 import socket
@@ -66,9 +67,18 @@ def test_solution_code_has_a_cpu_time_limit(probe):
 
 def test_network_and_local_services_are_unreachable(probe):
     reachable = {name: _host_can_connect(port) for name, port in SERVICES.items()}
-    unix_sockets = [p for p in ("/var/run/postgresql/.s.PGSQL.5432", "/run/postgresql/.s.PGSQL.5432",
-                                "/var/run/redis/redis-server.sock", "/run/redis/redis-server.sock",
-                                "/run/mysqld/mysqld.sock", "/var/run/docker.sock") if os.path.exists(p)]
+    unix_sockets = [
+        p
+        for p in (
+            "/var/run/postgresql/.s.PGSQL.5432",
+            "/run/postgresql/.s.PGSQL.5432",
+            "/var/run/redis/redis-server.sock",
+            "/run/redis/redis-server.sock",
+            "/run/mysqld/mysqld.sock",
+            "/var/run/docker.sock",
+        )
+        if os.path.exists(p)
+    ]
     result = probe(f"""
         targets = {{"redis": ("127.0.0.1", 6379), "postgresql": ("127.0.0.1", 5432),
                     "outside": ("1.1.1.1", 53), "localhost name": ("localhost", 6379)}}
@@ -172,6 +182,7 @@ def test_a_fork_bomb_is_contained(run_eval, files, elementwise, honest, monkeypa
         while not done.is_set():
             peak[0] = max(peak[0], len(jailed_processes()))
             time.sleep(0.2)
+
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
@@ -205,21 +216,26 @@ def test_output_flood_is_truncated_and_the_verdict_still_reached(run_eval, files
 
 def test_a_flood_from_a_correct_solution_does_not_change_its_verdict(run_eval, files, elementwise, sources):
     source = sources["HONEST_ELEMENTWISE"].replace(
-        "import numpy as np", "import numpy as np\nimport sys\nsys.stdout.write('flood ' * (9 << 20))\nsys.stdout.flush()")
+        "import numpy as np",
+        "import numpy as np\nimport sys\nsys.stdout.write('flood ' * (9 << 20))\nsys.stdout.flush()",
+    )
     v = run_eval(elementwise, files.solution(source))
     assert v.status == "ok", (v.status, v.log[-2000:])
     assert len(v.log) <= settings.LOG_LIMIT + 200
 
 
 def test_a_daemonized_straggler_is_killed(run_eval, files, elementwise, sources, jailed_processes):
-    source = sources["HONEST_ELEMENTWISE"].replace("import numpy as np", """import numpy as np
+    source = sources["HONEST_ELEMENTWISE"].replace(
+        "import numpy as np",
+        """import numpy as np
 import os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         while True:
             time.sleep(1)
-    os._exit(0)""")
+    os._exit(0)""",
+    )
     v = run_eval(elementwise, files.solution(source))
     assert v.status == "ok", (v.status, v.log[-2000:])
     assert jailed_processes(wait=10) == []
@@ -231,6 +247,7 @@ def test_jails_of_one_process_hold_uids_of_their_own_and_closing_one_leaves_the_
     import sys
 
     from sandbox.isolation import Jail
+
     first, second = Jail("a", "cpu", uid_slot=2), Jail("b", "cpu", uid_slot=2)
     try:
         if os.geteuid() == 0:

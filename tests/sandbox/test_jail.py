@@ -2,6 +2,7 @@
 folders), kernel-enforced memory and process limits, a seccomp filter, nothing outliving its parent, and output
 that names no host path. Everything runs for real: bubblewrap, cgroups, the seccomp program, jailed workers.
 """
+
 import os
 import resource
 import shutil
@@ -76,7 +77,11 @@ def test_a_solution_cannot_read_files_planted_outside_its_own(probe, planted):
 
 
 def test_a_solution_that_tries_the_planted_files_keeps_its_verdict(run_eval, files, elementwise, sources, planted):
-    prologue = "result = {}\n" + READ_ALL.format(paths=planted) + "assert not any(v.startswith('read') for v in result.values())\n"
+    prologue = (
+        "result = {}\n"
+        + READ_ALL.format(paths=planted)
+        + "assert not any(v.startswith('read') for v in result.values())\n"
+    )
     source = sources["HONEST_ELEMENTWISE"].replace("import numpy as np", "import numpy as np\n" + prologue)
     v = run_eval(elementwise, files.solution(source))
     assert v.status == "ok" and v.correct and v.reward >= 1, (v.status, v.log[-2000:])
@@ -84,16 +89,20 @@ def test_a_solution_that_tries_the_planted_files_keeps_its_verdict(run_eval, fil
 
 def test_an_uploaded_problem_cannot_read_files_planted_outside_its_own(files, sources, planted):
     # The attack of issue 18: a problem whose validation error page showed another user's kernel source.
-    leak = ("result = {}\n" + READ_ALL.format(paths=planted)
-            + "leaked = [v for v in result.values() if v.startswith('read')]\n"
-            + "if leaked:\n    raise RuntimeError('LEAKED ' + repr(leaked))\n")
+    leak = (
+        "result = {}\n"
+        + READ_ALL.format(paths=planted)
+        + "leaked = [v for v in result.values() if v.startswith('read')]\n"
+        + "if leaked:\n    raise RuntimeError('LEAKED ' + repr(leaked))\n"
+    )
     problem = files.problem(sources["ELEMENTWISE"] + "\n" + leak, "snooping.py")
     spec = validate_problem(problem, "cpu")  # InvalidProblem with the leaked text if any read succeeded
     assert spec["outputs"], spec
 
 
-def test_a_memory_bomb_is_stopped_by_the_kernel_limit_with_a_clear_verdict(run_eval, files, elementwise, honest,
-                                                                             monkeypatch):
+def test_a_memory_bomb_is_stopped_by_the_kernel_limit_with_a_clear_verdict(
+    run_eval, files, elementwise, honest, monkeypatch
+):
     kind, why = cgroups.available()
     assert kind, why  # CI runs as root on a host with cgroups: the kernel's limit, not the polling watchdog
     monkeypatch.setattr(settings, "MEMORY_MB", 1536)
@@ -108,9 +117,16 @@ def test_a_memory_bomb_is_stopped_by_the_kernel_limit_with_a_clear_verdict(run_e
     assert run_eval(elementwise, honest).status == "ok"  # the caller carries on
 
 
-SYSCALLS = {"ptrace": (101, 0, 0, 0, 0), "unshare": (272, 0x10000000), "mount": (165, 0, 0, 0, 0, 0),
-            "keyctl": (250, 0, -3, 0), "perf_event_open": (298, 0, 0, -1, -1, 0), "bpf": (321, 0, 0, 0),
-            "setns": (308, 0, 0), "init_module": (175, 0, 0, 0)}
+SYSCALLS = {
+    "ptrace": (101, 0, 0, 0, 0),
+    "unshare": (272, 0x10000000),
+    "mount": (165, 0, 0, 0, 0, 0),
+    "keyctl": (250, 0, -3, 0),
+    "perf_event_open": (298, 0, 0, -1, -1, 0),
+    "bpf": (321, 0, 0, 0),
+    "setns": (308, 0, 0),
+    "init_module": (175, 0, 0, 0),
+}
 
 
 def test_the_calls_solution_code_never_needs_are_refused(probe):
@@ -159,8 +175,14 @@ def test_what_users_see_of_jailed_output_names_no_host_path(run_eval, files, ele
     assert "failing on purpose in solution.py" in v.log, v.log[-3000:]
     assert "<site-packages>/torch/__init__.py" in v.log, v.log[-3000:]
     import torch
-    for host_path in (str(settings.work_root()), str(ks_cache_dir), str(Path(torch.__file__).parent.parent),
-                      str(PACKAGE_ROOT), str(Path.home())):
+
+    for host_path in (
+        str(settings.work_root()),
+        str(ks_cache_dir),
+        str(Path(torch.__file__).parent.parent),
+        str(PACKAGE_ROOT),
+        str(Path.home()),
+    ):
         assert host_path not in v.log, (host_path, v.log[-3000:])
 
 
@@ -176,13 +198,17 @@ time.sleep(300)
 
 def test_a_killed_worker_leaves_no_jailed_process_and_its_folder_is_swept():
     import psutil
+
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True, env=env)
     private, uid, bwrap_pid = parent.stdout.readline().split()
     private = Path(private)
     deadline = time.monotonic() + 30
-    while not [p for p in psutil.process_iter(["name", "uids"]) if p.info["name"] == "sleep"
-               and p.info["uids"] and str(p.info["uids"].real) == uid]:
+    while not [
+        p
+        for p in psutil.process_iter(["name", "uids"])
+        if p.info["name"] == "sleep" and p.info["uids"] and str(p.info["uids"].real) == uid
+    ]:
         assert time.monotonic() < deadline, "the jailed sleep never started"
         time.sleep(0.1)
     parent.send_signal(signal.SIGKILL)  # what RQ does to a stopped job's work horse
@@ -220,9 +246,13 @@ def test_an_exported_solution_builds_its_workspace_inside_its_own_jail(run_eval,
     # a plain KernelBench solution is exported as) builds its sources at import; it finds no writable build cache in
     # its jail (only its evaluation's own build folder is there, read-only): it builds into its private folder.
     from agent.workspace import workspace_solution_source
+
     reference = PACKAGE_ROOT / "agent" / "reference" / "cpu_add_relu"
-    sources = {str(p.relative_to(reference)): p.read_text() for p in reference.rglob("*")
-               if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts}
+    sources = {
+        str(p.relative_to(reference)): p.read_text()
+        for p in reference.rglob("*")
+        if p.is_file() and p.name != "problem.py" and "__pycache__" not in p.parts
+    }
     exported = workspace_solution_source(sources, "a test", "a reason")
     v = run_eval(reference / "problem.py", files.solution(exported, "exported.py"))
     assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])

@@ -1,5 +1,6 @@
 """The one JSONL helper: readers leave a line still being written alone, the writer repairs a crash's cut line,
 appends from many processes stay whole lines, and a whole-file write is atomic."""
+
 import json
 import multiprocessing
 

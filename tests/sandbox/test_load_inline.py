@@ -1,6 +1,7 @@
 """KernelBench-style solutions: sources inlined and built with torch.utils.cpp_extension.load_inline inside the jail,
 through the sandbox's fast build (sandbox/native/inline.py: the C++ unit against a precompiled torch header), or by
 torch's own function where the fast build cannot honour an option."""
+
 import re
 import textwrap
 
@@ -8,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-CPP = r'''
+CPP = r"""
 torch::Tensor add_relu(torch::Tensor x, torch::Tensor y) {
     auto out = torch::empty_like(x);
     const float* a = x.data_ptr<float>();
@@ -20,7 +21,7 @@ torch::Tensor add_relu(torch::Tensor x, torch::Tensor y) {
     }
     return out;
 }
-'''
+"""
 
 SOLUTION = '''
 import torch
@@ -50,7 +51,7 @@ def test_a_load_inline_solution_builds_through_the_precompiled_header_and_evalua
     assert v.status == "ok", (v.status, v.log[-3000:])
     assert v.violations == [] and v.correct and v.reward >= 1
     # The fast build ran, through the header the harness prepared and exposed (the jail cannot build one).
-    built, = v.timing["extensions"]
+    (built,) = v.timing["extensions"]
     assert (built["name"], built["via"], built["pch"], built["cached"]) == ("ks_add_relu", "native", True, False)
     assert "precompiled header" in v.timing["stages_s"]
     assert v.compile_s >= built["seconds"] > 0  # the build happened inside the solution's import: compile time
@@ -95,5 +96,7 @@ def test_a_build_that_outlasts_the_timeout_names_the_stage(run_eval, files, elem
     # Every build in a jail is cold (its cache is its own): a few seconds are not enough to compile the unit.
     v = run_eval(elementwise, files.solution(solution(name="ks_slow_build")), timeout_s=6)
     assert v.status == "timeout", (v.status, v.log[-3000:])
-    assert v.log.startswith("stage \"load solution (building the extension 'ks_slow_build')\" ran out of time: "
-                            "the solution took longer than 6 s"), v.log[-3000:]
+    assert v.log.startswith(
+        "stage \"load solution (building the extension 'ks_slow_build')\" ran out of time: "
+        "the solution took longer than 6 s"
+    ), v.log[-3000:]

@@ -1,5 +1,6 @@
 """The native workspace form on the CPU target: a stable-ABI binding that builds in about a second, the
 content-hash cache, a classic torch/extension.h binding through the precompiled header, compiler errors, OpenBLAS."""
+
 import os
 import stat
 import subprocess
@@ -16,7 +17,8 @@ def test_stable_abi_workspace_builds_and_is_cached(files, sources, ks_cache_dir)
     workspace = files.workspace(sources["STABLE_WORKSPACE"])
     # A kernel of its own (a comment), so that this test builds rather than finds an earlier build.
     (workspace / "kernels" / "add_relu.cpp").write_text(
-        (workspace / "kernels" / "add_relu.cpp").read_text() + f"// {time.time_ns()}\n")
+        (workspace / "kernels" / "add_relu.cpp").read_text() + f"// {time.time_ns()}\n"
+    )
     first = build_workspace(workspace, "cpu")
     assert first.cached is False
     assert os.path.isfile(first.library) and first.library.startswith(str(ks_cache_dir))
@@ -61,7 +63,8 @@ def test_stable_abi_workspace_evaluates_ok(run_eval, files, elementwise, sources
 def test_build_errors_carry_the_compiler_error_line(files, sources):
     broken = dict(sources["STABLE_WORKSPACE"])
     broken["kernels/add_relu.cpp"] = broken["kernels/add_relu.cpp"].replace(
-        "out[i] =", "undeclared_thing(out[i]);\n            out[i] =")
+        "out[i] =", "undeclared_thing(out[i]);\n            out[i] ="
+    )
     with pytest.raises(BuildError) as caught:
         build_workspace(files.workspace(broken), "cpu")
     message = str(caught.value)
@@ -71,7 +74,9 @@ def test_build_errors_carry_the_compiler_error_line(files, sources):
 
 def test_a_binding_error_is_a_compile_error_verdict(run_eval, files, elementwise, sources):
     broken = dict(sources["STABLE_WORKSPACE"])
-    broken["binding.cpp"] = broken["binding.cpp"].replace("Tensor out =", "Tensor out = missing_function(x);\n    Tensor out2 =")
+    broken["binding.cpp"] = broken["binding.cpp"].replace(
+        "Tensor out =", "Tensor out = missing_function(x);\n    Tensor out2 ="
+    )
     v = run_eval(elementwise, files.workspace(broken))
     assert v.status == "compile_error", (v.status, v.log[-3000:])
     assert v.reward == -1
@@ -85,11 +90,13 @@ def test_a_workspace_without_binding_is_a_compile_error(run_eval, files, element
     assert "binding.cpp" in v.log
 
 
-def test_a_cache_under_private_folders_still_reaches_the_jail(files, elementwise, sources, fast_config, tmp_path,
-                                                             monkeypatch):
+def test_a_cache_under_private_folders_still_reaches_the_jail(
+    files, elementwise, sources, fast_config, tmp_path, monkeypatch
+):
     # tmp_path lies under /tmp/pytest-of-root/..., folders only their owner may enter: the jail must still let
     # the unprivileged uid reach the cache inside (the built library is loaded from there).
     from sandbox import evaluate
+
     cache = tmp_path / "private" / "deeper" / "cache"
     cache.parent.mkdir(parents=True)
     os.chmod(cache.parent.parent, 0o700)
@@ -114,7 +121,7 @@ def test_classic_binding_through_the_precompiled_header(run_eval, files, element
 
 # LINEAR_RELU's GEMM through OpenBLAS, as the heuristic's CPU kernels call it: <cblas.h> of the scipy-openblas32 wheel.
 BLAS_WORKSPACE = {
-    "kernels/linear_relu.cpp": '''
+    "kernels/linear_relu.cpp": """
         #include <cblas.h>
         #include <cstdint>
 
@@ -123,8 +130,8 @@ BLAS_WORKSPACE = {
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
             for (int64_t i = 0; i < m * n; ++i) out[i] = out[i] + b[i % n] > 0.0f ? out[i] + b[i % n] : 0.0f;
         }
-        ''',
-    "binding.cpp": '''
+        """,
+    "binding.cpp": """
         #include <torch/csrc/stable/library.h>
         #include <torch/csrc/stable/tensor.h>
         #include <torch/csrc/stable/ops.h>
@@ -144,8 +151,8 @@ BLAS_WORKSPACE = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("linear_relu(Tensor x, Tensor w, Tensor b) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("linear_relu", TORCH_BOX(&linear_relu)); }
-        ''',
-    "model_new.py": '''
+        """,
+    "model_new.py": """
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -160,12 +167,13 @@ BLAS_WORKSPACE = {
 
             def forward(self, x):
                 return ext.linear_relu(x.contiguous(), self.linear.weight, self.linear.bias)
-        ''',
+        """,
 }
 
 
 def test_cpu_kernels_call_openblas_from_the_wheel_which_a_jailed_solution_loads(run_eval, files, linear_relu):
     import scipy_openblas32
+
     workspace = files.workspace(BLAS_WORKSPACE)
     v = run_eval(linear_relu, workspace)
     assert v.status == "ok" and v.correct, (v.status, v.log[-3000:])
@@ -177,6 +185,7 @@ def test_cpu_kernels_call_openblas_from_the_wheel_which_a_jailed_solution_loads(
 
 def test_the_openblas_flags_are_part_of_the_cpu_build_key():
     import scipy_openblas32
+
     tc = toolchain("cpu")
     assert f"-I{scipy_openblas32.get_include_dir()}" in tc["kernel_flags"]
     assert f"-Wl,-rpath,{scipy_openblas32.get_lib_dir()}" in tc["ldflags"] and "-lscipy_openblas" in tc["ldflags"]

@@ -1,5 +1,6 @@
 """Packaging solutions as pip-installable extensions: built for real, installed into a fresh virtual environment,
 tested there with the package's own tests, and compiled with torch.compile without graph breaks."""
+
 import contextlib
 import io
 import json
@@ -41,15 +42,15 @@ def get_init_inputs():
 
 # A stable-ABI native workspace: the kernel is plain C++, the binding sees only torch's C shim.
 WORKSPACE = {
-    "kernels/add_relu.cpp": '''
+    "kernels/add_relu.cpp": """
         #include <algorithm>
         #include <cstdint>
 
         void add_relu_forward(const float* x, const float* y, float* out, int64_t n, double alpha) {
             for (int64_t i = 0; i < n; ++i) out[i] = std::max(x[i] + y[i], 0.0f) * static_cast<float>(alpha);
         }
-        ''',
-    "binding.cpp": '''
+        """,
+    "binding.cpp": """
         #include <torch/csrc/stable/library.h>
         #include <torch/csrc/stable/tensor.h>
         #include <torch/csrc/stable/ops.h>
@@ -67,8 +68,8 @@ WORKSPACE = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("add_relu(Tensor x, Tensor y, float alpha) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("add_relu", TORCH_BOX(&add_relu)); }
-        ''',
-    "model_new.py": '''
+        """,
+    "model_new.py": """
         import torch.nn as nn
 
         from sandbox.native import load_extension
@@ -83,7 +84,7 @@ WORKSPACE = {
 
             def forward(self, x, y):
                 return ext.add_relu(x.contiguous(), y.contiguous(), self.alpha)
-        ''',
+        """,
 }
 
 # KernelBench style: C++ source in the solution, bound by load_inline's `functions`.
@@ -120,12 +121,22 @@ class ModelNew(nn.Module):
         return self.ext.add_relu(x.contiguous(), y.contiguous(), self.alpha)
 '''
 
-VERDICT = Verdict(status="ok", correct=True, runtime_ms=0.0123, eager_ms=0.0456, compiled_ms=0.0345,
-                  speedup_vs_eager=3.7073, speedup_vs_compiled=2.8049, reward=3, device="cpu",
-                  trials=[{"trial": f"trial {i}", "ok": True} for i in range(5)], max_abs_error=2.4e-7)
+VERDICT = Verdict(
+    status="ok",
+    correct=True,
+    runtime_ms=0.0123,
+    eager_ms=0.0456,
+    compiled_ms=0.0345,
+    speedup_vs_eager=3.7073,
+    speedup_vs_compiled=2.8049,
+    reward=3,
+    device="cpu",
+    trials=[{"trial": f"trial {i}", "ok": True} for i in range(5)],
+    max_abs_error=2.4e-7,
+)
 
 # Run in the package's fresh environment: a model mixing torch operators with the package's operator.
-EXPLAIN = '''
+EXPLAIN = """
 import torch
 import ks_test_add_relu as pkg
 
@@ -141,7 +152,7 @@ assert explanation.graph_count == 1, explanation
 compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
 torch.testing.assert_close(compiled(x, y), torch.relu(torch.sin(x) + y) * 2.0 + 1.0)
 print("no graph breaks;", torch.ops.ks_test_add_relu.add_relu.default._schema)
-'''
+"""
 
 
 def _write(root, files):
@@ -166,8 +177,20 @@ def packaged(problem, tmp_path_factory):
     (root / "verdict.json").write_text(VERDICT.dumps())
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        code = main(["package", str(problem), str(root / "workspace"), "--out", str(root / "dist"),
-                     "--name", "ks-test-add-relu", "--verdict", str(root / "verdict.json"), "--no-check"])
+        code = main(
+            [
+                "package",
+                str(problem),
+                str(root / "workspace"),
+                "--out",
+                str(root / "dist"),
+                "--name",
+                "ks-test-add-relu",
+                "--verdict",
+                str(root / "verdict.json"),
+                "--no-check",
+            ]
+        )
     return json.loads(stdout.getvalue()), code
 
 
@@ -192,9 +215,17 @@ def test_the_sdist_holds_sources_operators_tests_and_the_measurements(packaged):
     sdist = packaged[0]["sdist"]
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {"pyproject.toml", "setup.py", "csrc/binding.cpp", "csrc/kernels/add_relu.cpp", "README.md",
-            "src/ks_test_add_relu/ops.py", "src/ks_test_add_relu/model.py", "tests/reference.py",
-            "tests/test_ks_test_add_relu.py"} <= names
+    assert {
+        "pyproject.toml",
+        "setup.py",
+        "csrc/binding.cpp",
+        "csrc/kernels/add_relu.cpp",
+        "README.md",
+        "src/ks_test_add_relu/ops.py",
+        "src/ks_test_add_relu/model.py",
+        "tests/reference.py",
+        "tests/test_ks_test_add_relu.py",
+    } <= names
     model = _sdist_text(sdist, "src/ks_test_add_relu/model.py")
     assert "sandbox" not in model and "ext = _ks_ops" in model
     ops = _sdist_text(sdist, "src/ks_test_add_relu/ops.py")
@@ -206,7 +237,8 @@ def test_the_sdist_holds_sources_operators_tests_and_the_measurements(packaged):
 
 
 def test_the_sdist_installs_into_a_fresh_environment_passes_its_tests_and_compiles_without_graph_breaks(
-        packaged, tmp_path_factory, monkeypatch):
+    packaged, tmp_path_factory, monkeypatch
+):
     # Run from a pytest session that selects tests by options in the environment (bench/gpu_session.sh's `-k`):
     # the package's own tests must not inherit them (every one of them was deselected on the GPU host).
     monkeypatch.setenv("PYTEST_ADDOPTS", "-k no_test_is_named_this")
@@ -217,12 +249,14 @@ def test_the_sdist_installs_into_a_fresh_environment_passes_its_tests_and_compil
     assert "test_operators_pass_opcheck PASSED" in check.log
     assert "test_model_new_compiles_with_dynamic_shapes PASSED" in check.log
     # The fresh environment cannot import the sandbox: the package stands on its own.
-    run = subprocess.run([check.python, "-c", EXPLAIN], capture_output=True, text=True,
-                         cwd=tmp_path_factory.getbasetemp())
+    run = subprocess.run(
+        [check.python, "-c", EXPLAIN], capture_output=True, text=True, cwd=tmp_path_factory.getbasetemp()
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "no graph breaks; ks_test_add_relu::add_relu(Tensor x, Tensor y, float alpha) -> Tensor" in run.stdout
-    isolated = subprocess.run([check.python, "-c", "import sandbox"], capture_output=True, text=True,
-                              cwd=tmp_path_factory.getbasetemp())
+    isolated = subprocess.run(
+        [check.python, "-c", "import sandbox"], capture_output=True, text=True, cwd=tmp_path_factory.getbasetemp()
+    )
     assert isolated.returncode != 0
 
 
@@ -240,7 +274,7 @@ def test_a_load_inline_solution_packages_too(problem, tmp_path_factory):
     assert "test_model_new_compiles_without_graph_breaks PASSED" in check.log
 
 
-RUNTIME_SOURCES = '''
+RUNTIME_SOURCES = """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -255,7 +289,7 @@ ext = load_inline(name="generated", cpp_sources=kernel_source("relu"), functions
 class ModelNew(nn.Module):
     def forward(self, x, y):
         return ext.apply(x + y)
-'''
+"""
 
 
 def test_sources_generated_at_run_time_cannot_be_packaged(problem, tmp_path):

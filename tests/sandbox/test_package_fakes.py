@@ -3,6 +3,7 @@ epilogue, a pool, a kernel with two outputs): each fake is inferred from what th
 arguments' symbolic sizes, and the package passes its own tests in a fresh environment, at two batch sizes and
 under torch.compile(fullgraph=True) and torch.compile(dynamic=True). A kernel whose output size depends on the data
 gets a note instead of a guess, and a package whose tests fail is an error naming them."""
+
 import contextlib
 import io
 import json
@@ -16,7 +17,7 @@ from sandbox.package import package_solution
 
 pytestmark = pytest.mark.slow
 
-_HEADERS = '''
+_HEADERS = """
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
@@ -25,11 +26,11 @@ _HEADERS = '''
 #include <tuple>
 
 using torch::stable::Tensor;
-'''
+"""
 
 
 def _problem(init, forward, inputs, init_inputs="[]", imports=""):
-    return f'''
+    return f"""
 import torch
 import torch.nn as nn
 {imports}
@@ -49,11 +50,11 @@ def get_inputs():
 
 def get_init_inputs():
     return {init_inputs}
-'''
+"""
 
 
 def _model_new(init, call):
-    return f'''
+    return f"""
 import torch.nn as nn
 
 from sandbox.native import load_extension
@@ -68,12 +69,12 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return {call}
-'''
+"""
 
 
 ROW_SUM = {
     "problem": _problem(("", "pass"), "return x.sum(dim=1)", "[torch.randn(64, 96)]"),
-    "kernels/row_sum.cpp": '''
+    "kernels/row_sum.cpp": """
         #include <cstdint>
 
         void row_sum_forward(const float* x, float* out, int64_t rows, int64_t cols) {
@@ -83,8 +84,9 @@ ROW_SUM = {
                 out[r] = total;
             }
         }
-        ''',
-    "binding.cpp": _HEADERS + '''
+        """,
+    "binding.cpp": _HEADERS
+    + """
         void row_sum_forward(const float* x, float* out, int64_t rows, int64_t cols);
 
         Tensor row_sum(Tensor x) {
@@ -96,17 +98,24 @@ ROW_SUM = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("row_sum(Tensor x) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("row_sum", TORCH_BOX(&row_sum)); }
-        ''',
+        """,
     "model_new.py": _model_new(("", "pass"), "ext.row_sum(x.contiguous())"),
 }
 
 # relu(x @ W.T + b) * scale: [16, 48] by a [32, 48] weight.
 GEMM = {
-    "problem": _problem((", features_in, features_out, scale", '''
+    "problem": _problem(
+        (
+            ", features_in, features_out, scale",
+            """
         self.linear = nn.Linear(features_in, features_out)
-        self.scale = scale'''), "return torch.relu(self.linear(x)) * self.scale", "[torch.randn(16, 48)]",
-        "[48, 32, 0.5]"),
-    "kernels/linear_relu.cpp": '''
+        self.scale = scale""",
+        ),
+        "return torch.relu(self.linear(x)) * self.scale",
+        "[torch.randn(16, 48)]",
+        "[48, 32, 0.5]",
+    ),
+    "kernels/linear_relu.cpp": """
         #include <algorithm>
         #include <cstdint>
 
@@ -119,8 +128,9 @@ GEMM = {
                     out[i * m + j] = std::max(acc, 0.0f) * scale;
                 }
         }
-        ''',
-    "binding.cpp": _HEADERS + '''
+        """,
+    "binding.cpp": _HEADERS
+    + """
         void linear_relu_forward(const float* x, const float* w, const float* b, float* out, int64_t n, int64_t k,
                                  int64_t m, float scale);
 
@@ -138,17 +148,26 @@ GEMM = {
             m.def("linear_relu(Tensor x, Tensor weight, Tensor bias, float scale) -> Tensor");
         }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("linear_relu", TORCH_BOX(&linear_relu)); }
-        ''',
-    "model_new.py": _model_new((", features_in, features_out, scale", '''
+        """,
+    "model_new.py": _model_new(
+        (
+            ", features_in, features_out, scale",
+            """
         self.linear = nn.Linear(features_in, features_out)
-        self.scale = scale'''), "ext.linear_relu(x.contiguous(), self.linear.weight, self.linear.bias, self.scale)"),
+        self.scale = scale""",
+        ),
+        "ext.linear_relu(x.contiguous(), self.linear.weight, self.linear.bias, self.scale)",
+    ),
 }
 
 # MaxPool2d(kernel 3, stride 2, padding 1) of [8, 4, 16, 12]: the kernel takes all three as arguments.
 POOL = {
-    "problem": _problem(("", "self.pool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)"), "return self.pool(x)",
-                        "[torch.randn(8, 4, 16, 12)]"),
-    "kernels/max_pool.cpp": '''
+    "problem": _problem(
+        ("", "self.pool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)"),
+        "return self.pool(x)",
+        "[torch.randn(8, 4, 16, 12)]",
+    ),
+    "kernels/max_pool.cpp": """
         #include <algorithm>
         #include <cstdint>
         #include <limits>
@@ -167,8 +186,9 @@ POOL = {
                         out[(c * oh + i) * ow + j] = best;
                     }
         }
-        ''',
-    "binding.cpp": _HEADERS + '''
+        """,
+    "binding.cpp": _HEADERS
+    + """
         void max_pool2d_forward(const float* x, float* out, int64_t planes, int64_t h, int64_t w, int64_t oh,
                                 int64_t ow, int64_t k, int64_t s, int64_t p);
 
@@ -185,16 +205,20 @@ POOL = {
             m.def("max_pool2d(Tensor x, int kernel, int stride, int padding) -> Tensor");
         }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("max_pool2d", TORCH_BOX(&max_pool2d)); }
-        ''',
+        """,
     "model_new.py": _model_new(("", "pass"), "ext.max_pool2d(x.contiguous(), 3, 2, 1)"),
 }
 
 # Two outputs of different shapes and dtypes: x minus its row's max ([N, M] float) and the row's argmax ([N] int64).
 MAX_SHIFT = {
-    "problem": _problem(("", "pass"), '''
+    "problem": _problem(
+        ("", "pass"),
+        """
         values, indices = torch.max(x, dim=1)
-        return x - values[:, None], indices''', "[torch.randn(32, 40)]"),
-    "kernels/max_shift.cpp": '''
+        return x - values[:, None], indices""",
+        "[torch.randn(32, 40)]",
+    ),
+    "kernels/max_shift.cpp": """
         #include <cstdint>
 
         void max_shift_forward(const float* x, float* shifted, int64_t* index, int64_t rows, int64_t cols) {
@@ -206,8 +230,9 @@ MAX_SHIFT = {
                 index[r] = best;
             }
         }
-        ''',
-    "binding.cpp": _HEADERS + '''
+        """,
+    "binding.cpp": _HEADERS
+    + """
         void max_shift_forward(const float* x, float* shifted, int64_t* index, int64_t rows, int64_t cols);
 
         std::tuple<Tensor, Tensor> max_shift(Tensor x) {
@@ -221,14 +246,14 @@ MAX_SHIFT = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("max_shift(Tensor x) -> (Tensor, Tensor)"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("max_shift", TORCH_BOX(&max_shift)); }
-        ''',
+        """,
     "model_new.py": _model_new(("", "pass"), "ext.max_shift(x.contiguous())"),
 }
 
 # The elements above a threshold: how many there are depends on the values, so no rule of sizes fits.
 ABOVE = {
     "problem": _problem(("", "pass"), "return x[x > 1.0]", "[torch.randn(64, 128)]"),
-    "kernels/above.cpp": '''
+    "kernels/above.cpp": """
         #include <cstdint>
 
         int64_t count_above(const float* x, int64_t n, float threshold) {
@@ -240,8 +265,9 @@ ABOVE = {
         void copy_above(const float* x, float* out, int64_t n, float threshold) {
             for (int64_t i = 0; i < n; ++i) if (x[i] > threshold) *out++ = x[i];
         }
-        ''',
-    "binding.cpp": _HEADERS + '''
+        """,
+    "binding.cpp": _HEADERS
+    + """
         int64_t count_above(const float* x, int64_t n, float threshold);
         void copy_above(const float* x, float* out, int64_t n, float threshold);
 
@@ -254,7 +280,7 @@ ABOVE = {
 
         STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) { m.def("above(Tensor x, float threshold) -> Tensor"); }
         STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, CPU, m) { m.impl("above", TORCH_BOX(&above)); }
-        ''',
+        """,
     "model_new.py": _model_new(("", "pass"), "ext.above(x.contiguous(), 1.0)"),
 }
 
@@ -285,10 +311,20 @@ def _readme(result):
 KINDS = {
     "row_reduction": (ROW_SUM, ["torch.empty((x.shape[0],), dtype=x.dtype, device=x.device)"]),
     "gemm_epilogue": (GEMM, ["torch.empty((x.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)"]),
-    "pool": (POOL, ["torch.empty((x.shape[0], x.shape[1], (x.shape[2] + 2 * padding - kernel) // stride + 1, "
-                    "(x.shape[3] + 2 * padding - kernel) // stride + 1), dtype=x.dtype, device=x.device)"]),
-    "multi_output": (MAX_SHIFT, ["(torch.empty((x.shape[0], x.shape[1]), dtype=x.dtype, device=x.device), "
-                                 "torch.empty((x.shape[0],), dtype=torch.int64, device=x.device))"]),
+    "pool": (
+        POOL,
+        [
+            "torch.empty((x.shape[0], x.shape[1], (x.shape[2] + 2 * padding - kernel) // stride + 1, "
+            "(x.shape[3] + 2 * padding - kernel) // stride + 1), dtype=x.dtype, device=x.device)"
+        ],
+    ),
+    "multi_output": (
+        MAX_SHIFT,
+        [
+            "(torch.empty((x.shape[0], x.shape[1]), dtype=x.dtype, device=x.device), "
+            "torch.empty((x.shape[0],), dtype=torch.int64, device=x.device))"
+        ],
+    ),
 }
 
 
@@ -303,8 +339,11 @@ def test_the_package_passes_its_own_tests_with_fakes_inferred_from_the_kernel(ki
     assert result.notes == []
     assert result.check["ok"], result.check
     passed = result.check["passed"]
-    for test in ("test_operators_pass_opcheck", "test_model_new_compiles_without_graph_breaks",
-                 "test_model_new_compiles_with_dynamic_shapes"):
+    for test in (
+        "test_operators_pass_opcheck",
+        "test_model_new_compiles_without_graph_breaks",
+        "test_model_new_compiles_with_dynamic_shapes",
+    ):
         assert test in passed
     # The problem's batch halved and doubled: ModelNew runs at both, eagerly and in the dynamic graph.
     assert sum(t.startswith("test_model_new_matches_the_reference_at_another_batch_size[batch") for t in passed) == 2
@@ -314,8 +353,10 @@ def test_a_kernel_whose_output_size_depends_on_the_data_gets_a_note_not_a_guess(
     problem, workspace = _write(tmp_path / "above", ABOVE)
     result = package_solution(problem, workspace, tmp_path / "dist", name="ks-fake-above", check=False)
     (note,) = result.notes
-    assert note.startswith("the fake implementation of above could not be inferred (no expression of the "
-                           "arguments' sizes gives dimension 0 of output 0 on every call")
+    assert note.startswith(
+        "the fake implementation of above could not be inferred (no expression of the "
+        "arguments' sizes gives dimension 0 of output 0 on every call"
+    )
     assert "its size may depend on the data" in note and "src/ks_fake_above/ops.py" in note
     assert "raise NotImplementedError(" in _ops(result)
     readme = _readme(result)
@@ -337,6 +378,19 @@ def test_the_cli_checks_the_package_by_default_and_names_the_failing_tests(tmp_p
     # --no-check writes the same package and stops there.
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        assert main(["package", str(problem), str(workspace), "--out", str(out), "--name", "ks-fake-above-cli",
-                     "--no-check"]) == 0
+        assert (
+            main(
+                [
+                    "package",
+                    str(problem),
+                    str(workspace),
+                    "--out",
+                    str(out),
+                    "--name",
+                    "ks-fake-above-cli",
+                    "--no-check",
+                ]
+            )
+            == 0
+        )
     assert json.loads(stdout.getvalue())["check"] is None

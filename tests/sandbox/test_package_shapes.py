@@ -1,6 +1,7 @@
 """Shape rules inferred from an operator's calls, with real PyTorch functions standing in for kernels: calls at the
 problem's sizes and with each size grown (as the packaging probe makes them), the fake inferred from them, and
 that fake run on sizes none of the calls had, against the function itself."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -17,8 +18,9 @@ def _op(name, params, returns=1):
 
 def _calls(function, args):
     """The calls the probe records: the problem's, then each size of the arguments grown by each step."""
-    calls = [{"args": [describe(a) for a in args], "outs": outputs(function(*args)), "source": "problem",
-              "trusted": True}]
+    calls = [
+        {"args": [describe(a) for a in args], "outs": outputs(function(*args)), "source": "problem", "trusted": True}
+    ]
     for size in sizes_of(args):
         for step in GROWTHS:
             new = [grown(a, size, size + step) for a in args]
@@ -53,19 +55,35 @@ def _conv_transpose(x, weight, stride, padding):
 CASES = {
     # A convolution whose kernel size is its weight's: the window rule over another argument's size.
     "conv2d with a weight, stride 2, padding 1": (
-        lambda x, w: F.conv2d(x, w, stride=2, padding=1), [("x", None), ("weight", None)],
-        [torch.randn(2, 4, 17, 12), torch.randn(5, 4, 3, 3)], [torch.randn(3, 4, 31, 9), torch.randn(5, 4, 3, 3)]),
+        lambda x, w: F.conv2d(x, w, stride=2, padding=1),
+        [("x", None), ("weight", None)],
+        [torch.randn(2, 4, 17, 12), torch.randn(5, 4, 3, 3)],
+        [torch.randn(3, 4, 31, 9), torch.randn(5, 4, 3, 3)],
+    ),
     "transposed convolution with stride and padding arguments": (
-        _conv_transpose, [("x", None), ("weight", None), ("stride", int), ("padding", int)],
-        [torch.randn(2, 4, 10), torch.randn(4, 6, 5), 3, 2], [torch.randn(5, 4, 23), torch.randn(4, 6, 5), 3, 2]),
+        _conv_transpose,
+        [("x", None), ("weight", None), ("stride", int), ("padding", int)],
+        [torch.randn(2, 4, 10), torch.randn(4, 6, 5), 3, 2],
+        [torch.randn(5, 4, 23), torch.randn(4, 6, 5), 3, 2],
+    ),
     "average pool with kernel and stride arguments": (
-        lambda x, k, s: F.avg_pool2d(x, k, s), [("x", None), ("kernel", int), ("stride", int)],
-        [torch.randn(4, 3, 20, 14), 4, 3], [torch.randn(1, 6, 41, 13), 4, 3]),
+        lambda x, k, s: F.avg_pool2d(x, k, s),
+        [("x", None), ("kernel", int), ("stride", int)],
+        [torch.randn(4, 3, 20, 14), 4, 3],
+        [torch.randn(1, 6, 41, 13), 4, 3],
+    ),
     "flatten of all but the batch": (
-        lambda x: x.flatten(1).clone(), [("x", None)], [torch.randn(4, 3, 5, 6)], [torch.randn(7, 2, 9, 3)]),
+        lambda x: x.flatten(1).clone(),
+        [("x", None)],
+        [torch.randn(4, 3, 5, 6)],
+        [torch.randn(7, 2, 9, 3)],
+    ),
     "outputs stored channels last, and an index output": (
-        lambda x: (x.contiguous(memory_format=torch.channels_last) * 2, x.flatten(1).argmax(1)), [("x", None)],
-        [torch.randn(4, 3, 5, 6)], [torch.randn(6, 5, 7, 2)]),
+        lambda x: (x.contiguous(memory_format=torch.channels_last) * 2, x.flatten(1).argmax(1)),
+        [("x", None)],
+        [torch.randn(4, 3, 5, 6)],
+        [torch.randn(6, 5, 7, 2)],
+    ),
 }
 
 

@@ -1,10 +1,11 @@
 """Precision in verdicts (issue 17): errors against a float64 reference beside the FP32 one, and precision-matched
 (TF32) baselines only where they mean something (CUDA; tests/gpu has the GEMM pair)."""
+
 import textwrap
 
 from sandbox.verdict import Verdict
 
-LINEAR = textwrap.dedent('''
+LINEAR = textwrap.dedent("""
     import torch
     import torch.nn as nn
 
@@ -21,10 +22,10 @@ LINEAR = textwrap.dedent('''
 
     def get_init_inputs():
         return []
-    ''')
+    """)
 
 # The same computation in numpy, with the weights rounded to SHIFT's precision first (none: exact float32).
-SOLUTION = textwrap.dedent('''
+SOLUTION = textwrap.dedent("""
     import numpy as np
     import torch
     import torch.nn as nn
@@ -38,14 +39,15 @@ SOLUTION = textwrap.dedent('''
             w = self.linear.weight.detach().numpy(){rounding}
             y = x.numpy() @ w.T + self.linear.bias.detach().numpy()
             return torch.from_numpy(np.maximum(y, 0).astype(np.float32))
-    ''')
+    """)
 
 
 def test_a_solution_that_gives_up_precision_shows_it_against_float64(run_eval, files):
     problem = files.problem(LINEAR, "linear.py")
     exact = run_eval(problem, files.solution(SOLUTION.format(rounding=""), "exact.py"))
-    rounded = run_eval(problem, files.solution(SOLUTION.format(rounding=".astype(np.float16).astype(np.float32)"),
-                                               "rounded.py"))
+    rounded = run_eval(
+        problem, files.solution(SOLUTION.format(rounding=".astype(np.float16).astype(np.float32)"), "rounded.py")
+    )
     for v in (exact, rounded):
         assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])  # both inside atol = rtol = 1e-2
         assert v.reference_abs_error_fp64 is not None and "max_abs_error_fp64" in v.trials[0]
@@ -65,8 +67,10 @@ def test_cpu_verdicts_have_no_tf32_baselines(run_eval, files):
 
 
 def test_a_model_that_cannot_run_in_float64_still_gets_its_verdict(run_eval, files):
-    problem = LINEAR.replace("return torch.relu(self.linear(x))",
-                             "return torch.relu(x @ self.linear.weight.float().t() + self.linear.bias.float())")
+    problem = LINEAR.replace(
+        "return torch.relu(self.linear(x))",
+        "return torch.relu(x @ self.linear.weight.float().t() + self.linear.bias.float())",
+    )
     v = run_eval(files.problem(problem, "float32_only.py"), files.solution(SOLUTION.format(rounding=""), "exact.py"))
     assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])
     assert v.max_abs_error_fp64 is None
@@ -74,15 +78,30 @@ def test_a_model_that_cannot_run_in_float64_still_gets_its_verdict(run_eval, fil
 
 
 def test_precision_fields_survive_the_json_round_trip():
-    v = Verdict(status="ok", correct=True, runtime_ms=0.39, eager_ms=2.79, eager_tf32_ms=0.457, compiled_ms=2.79,
-                compiled_tf32_ms=0.49, speedup_vs_eager=7.15, speedup_vs_eager_tf32=1.17, speedup_vs_compiled=7.15,
-                speedup_vs_compiled_tf32=1.25, max_abs_error_fp64=2e-3, reference_abs_error_fp64=1e-6)
+    v = Verdict(
+        status="ok",
+        correct=True,
+        runtime_ms=0.39,
+        eager_ms=2.79,
+        eager_tf32_ms=0.457,
+        compiled_ms=2.79,
+        compiled_tf32_ms=0.49,
+        speedup_vs_eager=7.15,
+        speedup_vs_eager_tf32=1.17,
+        speedup_vs_compiled=7.15,
+        speedup_vs_compiled_tf32=1.25,
+        max_abs_error_fp64=2e-3,
+        reference_abs_error_fp64=1e-6,
+    )
     assert Verdict.loads(v.dumps()) == v
     assert "TF32-matched: 1.17x eager, 1.25x compiled" in v.summary()
     assert Verdict.from_json({"status": "ok"}).eager_tf32_ms is None  # verdicts stored before these fields
 
 
 def test_the_float64_check_can_be_turned_off(run_eval, files):
-    v = run_eval(files.problem(LINEAR, "linear.py"), files.solution(SOLUTION.format(rounding=""), "exact.py"),
-                 precision_check=False)
+    v = run_eval(
+        files.problem(LINEAR, "linear.py"),
+        files.solution(SOLUTION.format(rounding=""), "exact.py"),
+        precision_check=False,
+    )
     assert v.status == "ok" and v.max_abs_error_fp64 is None and "max_abs_error_fp64" not in v.trials[0]

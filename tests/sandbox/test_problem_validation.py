@@ -1,5 +1,6 @@
 """Problem validation: a problem that is not a usable KernelBench problem gets a clear InvalidProblem naming the
 rule it breaks (and the CLI exits 2 with that reason); a valid one gets its input and output spec."""
+
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 from sandbox.errors import InvalidProblem, MisuseError
 from sandbox.validate import validate_problem
 
-BASE = '''
+BASE = """
 import torch
 import torch.nn as nn
 
@@ -29,7 +30,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def _invalid(files, source, *needles, timeout=None):
@@ -57,7 +58,11 @@ def test_invalid_problem_is_a_misuse_error():
 
 @pytest.mark.parametrize("name", ["Model", "get_inputs", "get_init_inputs"])
 def test_missing_definitions(files, name):
-    source = BASE.replace("class Model(", "class Other(") if name == "Model" else BASE.replace(f"def {name}(", "def other_" + name + "(")
+    source = (
+        BASE.replace("class Model(", "class Other(")
+        if name == "Model"
+        else BASE.replace(f"def {name}(", "def other_" + name + "(")
+    )
     assert _invalid(files, source, f"defines no {name}")
 
 
@@ -79,7 +84,9 @@ def test_missing_file(tmp_path):
 
 
 def test_import_error(files):
-    assert _invalid(files, "import nonexistent_module_ks\n" + BASE, "importing the problem failed", "nonexistent_module_ks")
+    assert _invalid(
+        files, "import nonexistent_module_ks\n" + BASE, "importing the problem failed", "nonexistent_module_ks"
+    )
 
 
 def test_constructor_failure(files):
@@ -88,8 +95,12 @@ def test_constructor_failure(files):
 
 
 def test_get_inputs_raising(files):
-    assert _invalid(files, BASE.replace("return [torch.randn(64, 32)]", "raise KeyError('no data here')"),
-             "get_inputs() failed", "no data here")
+    assert _invalid(
+        files,
+        BASE.replace("return [torch.randn(64, 32)]", "raise KeyError('no data here')"),
+        "get_inputs() failed",
+        "no data here",
+    )
 
 
 def test_forward_raising(files):
@@ -103,13 +114,15 @@ def test_non_tensor_output(files, output):
 
 def test_non_deterministic_forward_dropout_in_training_mode(files):
     source = BASE.replace("super().__init__()", "super().__init__()\n        self.drop = nn.Dropout(0.5)").replace(
-        "return torch.relu(x)", "return self.drop(torch.relu(x))")
+        "return torch.relu(x)", "return self.drop(torch.relu(x))"
+    )
     assert _invalid(files, source, "not deterministic")
 
 
 def test_non_deterministic_inputs(files):
-    source = "import os\n" + BASE.replace("return [torch.randn(64, 32)]",
-                                          "return [torch.randn(64, 32) + int.from_bytes(os.urandom(2), 'little')]")
+    source = "import os\n" + BASE.replace(
+        "return [torch.randn(64, 32)]", "return [torch.randn(64, 32) + int.from_bytes(os.urandom(2), 'little')]"
+    )
     assert _invalid(files, source, "get_inputs() is not deterministic")
 
 
@@ -123,8 +136,13 @@ def test_a_problem_that_crashes(files):
 
 
 def test_cli_validate_prints_the_spec(files):
-    proc = subprocess.run([sys.executable, "-m", "sandbox", "validate", str(files.problem(BASE)), "--device", "cpu"],
-                          check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sandbox", "validate", str(files.problem(BASE)), "--device", "cpu"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     spec = json.loads(proc.stdout)
     assert spec["inputs"] == [{"shape": [64, 32], "dtype": "float32"}]
@@ -133,11 +151,20 @@ def test_cli_validate_prints_the_spec(files):
 
 @pytest.mark.parametrize("problem", ["missing get_inputs", "hangs"])
 def test_cli_exits_2_with_the_reason_on_an_invalid_problem(files, problem):
-    source = (BASE.replace("def get_inputs(", "def other_inputs(") if problem == "missing get_inputs"
-              else "import time\ntime.sleep(3600)\n" + BASE)
+    source = (
+        BASE.replace("def get_inputs(", "def other_inputs(")
+        if problem == "missing get_inputs"
+        else "import time\ntime.sleep(3600)\n" + BASE
+    )
     env = {**os.environ, "KS_SANDBOX_BASELINE_TIMEOUT": "5"}
-    proc = subprocess.run([sys.executable, "-m", "sandbox", "validate", str(files.problem(source)), "--device", "cpu"],
-                          check=False, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sandbox", "validate", str(files.problem(source)), "--device", "cpu"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stdout == ""
     assert "invalid problem" in proc.stderr

@@ -1,5 +1,6 @@
 """The one problems.jsonl reader: a static file's every line counts (a broken last line is an error, not a cut
 write), rows are checked field by field, and the file is found where none is named."""
+
 import json
 
 import pytest

@@ -1,6 +1,7 @@
 """The reward schedules: the paper's Eq. 1 (the default: -1 failed; 1 correct; 2 more than 5% faster than eager;
 3 more than 5% faster than eager and torch.compile) and the older milestone schedule (-1; 0 correct; 1 faster than
 eager; 2 than both; 3 than both by a 5% speedup). Unit tests at their boundaries, then evaluations that earn each."""
+
 import itertools
 
 import pytest
@@ -20,8 +21,9 @@ def test_paper_any_failure_is_minus_one_whatever_the_speed(eager, compiled):
     assert paper(False, eager, compiled) == FAILURE
 
 
-@pytest.mark.parametrize("eager, compiled", [(None, None), (0.3, None), (1.0, 5.0), (ratio(1.0, 0.95), 5.0),
-                                             (1.04, 1.04)])
+@pytest.mark.parametrize(
+    "eager, compiled", [(None, None), (0.3, None), (1.0, 5.0), (ratio(1.0, 0.95), 5.0), (1.04, 1.04)]
+)
 def test_paper_correct_but_not_5_percent_faster_than_eager_is_one(eager, compiled):
     # Exactly 5% faster ((t0 - t) / t0 == 0.05) is not "more than 5%"; faster than compile alone earns nothing.
     assert paper(True, eager, compiled) == 1
@@ -34,15 +36,17 @@ def test_paper_exactly_five_percent_is_the_boundary_in_times_as_in_rounded_speed
     assert paper(True, 1.0527, None) == 2
 
 
-@pytest.mark.parametrize("eager, compiled", [(ratio(1.0, 0.9499), None), (1.06, 1.0), (3.0, ratio(1.0, 0.95)),
-                                             (20.0, 0.5), (1.5, 1.04)])
+@pytest.mark.parametrize(
+    "eager, compiled", [(ratio(1.0, 0.9499), None), (1.06, 1.0), (3.0, ratio(1.0, 0.95)), (20.0, 0.5), (1.5, 1.04)]
+)
 def test_paper_more_than_5_percent_faster_than_eager_only_is_two(eager, compiled):
     # Slower than torch.compile (or not 5% faster than it) but more than 5% faster than eager.
     assert paper(True, eager, compiled) == 2
 
 
-@pytest.mark.parametrize("eager, compiled", [(1.06, 1.06), (ratio(1.0, 0.9499), ratio(1.0, 0.9499)),
-                                             (7.0, 1.06), (100.0, 100.0)])
+@pytest.mark.parametrize(
+    "eager, compiled", [(1.06, 1.06), (ratio(1.0, 0.9499), ratio(1.0, 0.9499)), (7.0, 1.06), (100.0, 100.0)]
+)
 def test_paper_more_than_5_percent_faster_than_both_is_three(eager, compiled):
     assert paper(True, eager, compiled) == 3
 
@@ -139,7 +143,7 @@ def test_a_stored_verdict_without_a_schedule_used_the_milestones():
 # -- evaluations that earn each milestone ------------------------------------------------------------------
 # A problem whose reference sleeps 3 ms per call (torch.compile cannot remove that): an honest solution is
 # clearly faster than both baselines, one that sleeps longer is slower than both.
-SLEEPY = '''
+SLEEPY = """
 import time
 
 import torch
@@ -161,7 +165,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.fixture
@@ -179,8 +183,9 @@ def test_an_honest_faster_solution_earns_two_without_the_compiled_baseline(run_e
 
 
 def test_a_slower_correct_solution_earns_one(run_eval, files, sleepy, sources):
-    slow = sources["HONEST_ELEMENTWISE"].replace("    def forward(self, x, y):\n",
-                                                   "    def forward(self, x, y):\n        __import__('time').sleep(0.01)\n")
+    slow = sources["HONEST_ELEMENTWISE"].replace(
+        "    def forward(self, x, y):\n", "    def forward(self, x, y):\n        __import__('time').sleep(0.01)\n"
+    )
     v = run_eval(sleepy, files.solution(slow))
     assert v.status == "ok", v.log
     assert v.speedup_vs_eager < 1

@@ -1,6 +1,7 @@
 """Shape generality (issue 22): besides the trials at the problem's shapes, one trial at each other size of the
 dimensions that may vary (the batch halved and doubled, or the problem's get_input_variants()); the verdict says
 which shapes were checked and whether the solution was right at all of them, and the reward stays at the problem's."""
+
 import textwrap
 
 import pytest
@@ -20,20 +21,23 @@ HALF, DOUBLE = "(64, 512), (64, 512)", "(256, 512), (256, 512)"
 
 # The elementwise problem's kernel, specialized the way the heuristic's kernels once were: the element count is
 # checked against the problem's, and anything else is refused.
-SPECIALIZED_BINDING_CHECK = '''
+SPECIALIZED_BINDING_CHECK = """
         Tensor add_relu(Tensor x, Tensor y) {
             if (x.numel() != 65536 || y.numel() != 65536)
                 throw std::runtime_error("add_relu: expected 65536 elements, got " + std::to_string(x.numel()));
-            Tensor out = torch::stable::empty_like(x);'''
+            Tensor out = torch::stable::empty_like(x);"""
 
 
 def specialized_workspace(stable):
     files = dict(stable)
     binding = textwrap.dedent(files["binding.cpp"])
-    binding = binding.replace("using torch::stable::Tensor;", "#include <stdexcept>\n#include <string>\n\n"
-                                                              "using torch::stable::Tensor;")
-    binding = binding.replace("Tensor add_relu(Tensor x, Tensor y) {\n    Tensor out = torch::stable::empty_like(x);",
-                              textwrap.dedent(SPECIALIZED_BINDING_CHECK).strip("\n"))
+    binding = binding.replace(
+        "using torch::stable::Tensor;", "#include <stdexcept>\n#include <string>\n\nusing torch::stable::Tensor;"
+    )
+    binding = binding.replace(
+        "Tensor add_relu(Tensor x, Tensor y) {\n    Tensor out = torch::stable::empty_like(x);",
+        textwrap.dedent(SPECIALIZED_BINDING_CHECK).strip("\n"),
+    )
     assert "65536" in binding
     files["binding.cpp"] = binding
     return files
@@ -70,8 +74,7 @@ def test_a_batch_of_one_is_only_doubled_and_scalars_have_no_batch():
 
 
 def test_declared_variants_replace_batch_scaling_and_may_be_functions():
-    module = _Module(lambda: [torch.randn(8, 4)],
-                     lambda: [[torch.randn(2, 4)], lambda: [torch.randn(5, 4)]])
+    module = _Module(lambda: [torch.randn(8, 4)], lambda: [[torch.randn(2, 4)], lambda: [torch.randn(5, 4)]])
     assert declared_variants(module) == 2
     assert describe_shapes(spec_of(variant_inputs(module, {"kind": "declared", "index": 1}, 3, "cpu"))) == "(5, 4)"
     assert declared_variants(_Module(list)) == 0
@@ -101,9 +104,12 @@ def test_a_general_solution_passes_at_every_batch_size(run_eval, files, elementw
 
 
 def test_a_pytorch_fallback_at_other_shapes_only_is_specialized_not_a_violation(run_eval, files, elementwise, sources):
-    solution = files.solution(sources["HONEST_ELEMENTWISE"].replace(
-        "    def forward(self, x, y):\n",
-        "    def forward(self, x, y):\n        if x.shape[0] != 128:\n            return torch.relu(x + y) * 2.0\n"))
+    solution = files.solution(
+        sources["HONEST_ELEMENTWISE"].replace(
+            "    def forward(self, x, y):\n",
+            "    def forward(self, x, y):\n        if x.shape[0] != 128:\n            return torch.relu(x + y) * 2.0\n",
+        )
+    )
     v = run_eval(elementwise, solution)
     assert v.status == "ok" and v.violations == [], (v.status, v.violations, v.log[-2000:])
     assert v.shape_general is False and v.failing_shape == HALF
@@ -134,7 +140,7 @@ def get_init_inputs():
     return []
 '''
 
-HONEST_FIXED_BATCH = '''
+HONEST_FIXED_BATCH = """
 import numpy as np
 import torch
 import torch.nn as nn
@@ -147,9 +153,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return torch.from_numpy(x.numpy() + self.offset.detach().numpy())
-'''
+"""
 
-DECLARED = '''
+DECLARED = """
 import torch
 import torch.nn as nn
 
@@ -172,7 +178,7 @@ def get_input_variants():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_nothing_that_can_vary_leaves_shape_general_unknown(run_eval, files):

@@ -1,5 +1,6 @@
 """The timing protocol on CPU (sandbox.timing.measure): warm-up, many samples, the median with its spread,
 inputs rotated among sets, and clocks captured at import."""
+
 import time
 
 import pytest
@@ -16,6 +17,7 @@ def _spin(ms):
         end = time.perf_counter() + ms / 1000
         while time.perf_counter() < end:
             pass
+
     return fn
 
 
@@ -65,6 +67,7 @@ def test_clocks_patched_after_import_change_nothing(monkeypatch):
         end = monotonic_ns() + 1_000_000
         while monotonic_ns() < end:
             pass
+
     monkeypatch.setattr(time, "perf_counter_ns", lambda: 0)
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
     t = measure(spin, [[torch.zeros(1)]], "cpu", CONFIG)
@@ -73,6 +76,7 @@ def test_clocks_patched_after_import_change_nothing(monkeypatch):
 
 def test_the_summary_reports_quartile_spread():
     from sandbox.timing import _summarize
+
     t = _summarize([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], "cpu-clock")
     assert t.median_ms == 5.0 and t.min_ms == 1.0 and t.max_ms == 9.0 and t.samples == 9
     assert t.spread_pct == pytest.approx(100.0 * (7.5 - 2.5) / 5.0)
@@ -81,6 +85,7 @@ def test_the_summary_reports_quartile_spread():
 # -- the protocol a problem is timed by (issue 17: launch-bound problems by graph replay) --------------------------
 def test_auto_times_a_launch_bound_cuda_problem_by_graph_replay_and_others_by_events():
     from sandbox.timing import LAUNCH_BOUND_MS, choose_protocol
+
     auto = EvalConfig(device="cuda")
     assert auto.timing == "auto"
     assert choose_protocol(auto, "cuda", 0.03) == "graph"

@@ -1,6 +1,7 @@
 """The host's timing lock: an evaluation measures baselines and its solution only while it holds the lock of its
 device (the jailed reference takes it through a read-only descriptor), so concurrent evaluations never time at
 once; a lock held elsewhere makes it wait, not fail."""
+
 import threading
 import time
 
@@ -32,14 +33,14 @@ def hold_lock(device, seconds, taken):
         time.sleep(seconds)
 
 
-def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_is_not_timed(run_eval, files,
-                                                                                             honest):
+def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_is_not_timed(run_eval, files, honest):
     # A problem of its own (a comment in it), so that its baselines are measured now rather than found cached.
     problem = files.problem(PROBLEM + f"# {time.time_ns()}\n", "locked.py")
     timing_lock.ensure("cpu")
     # What an evaluation does before its stages' clock starts (probing the host's isolation, once per process) must
     # not eat into the hold: only the stages are compared with it.
     from sandbox.isolation import isolation_level
+
     isolation_level()
     taken = threading.Event()
     holder = threading.Thread(target=hold_lock, args=("cpu", HOLD_S, taken))
@@ -80,6 +81,7 @@ def test_a_host_of_several_cores_keeps_its_last_eighth_for_timing(monkeypatch):
 
 def test_pinning_moves_only_the_calling_thread_and_is_undone():
     import os
+
     seen = {}
 
     def pin():

@@ -1,5 +1,6 @@
 """Tensors between the sandbox's workers: safetensors files that keep order, dtype, shape and values, and refuse
 anything else with a clear error."""
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -9,8 +10,16 @@ from sandbox.transfer import load_tensors, save_tensors
 
 def test_tensors_round_trip_in_order_with_their_dtypes_shapes_and_values_views_included(tmp_path):
     base = torch.randn(6, 8)
-    tensors = [base.t(), base[::2, 1:3], torch.tensor(3.5), torch.arange(7), torch.rand(4) > 0.5,
-               torch.randn(2, 3, dtype=torch.bfloat16), torch.empty(0, 5), torch.randn(3, dtype=torch.complex64)]
+    tensors = [
+        base.t(),
+        base[::2, 1:3],
+        torch.tensor(3.5),
+        torch.arange(7),
+        torch.rand(4) > 0.5,
+        torch.randn(2, 3, dtype=torch.bfloat16),
+        torch.empty(0, 5),
+        torch.randn(3, dtype=torch.complex64),
+    ]
     save_tensors(tensors, tmp_path / "t.safetensors")
     back = load_tensors(tmp_path / "t.safetensors")
     assert [(t.dtype, t.shape) for t in back] == [(t.dtype, t.shape) for t in tensors]
@@ -24,6 +33,7 @@ def test_a_file_that_is_not_ours_is_refused_with_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="is not a tensor file written by the harness"):
         load_tensors(tmp_path / "junk")
     from safetensors.torch import save_file
+
     save_file({"weights": torch.ones(2)}, str(tmp_path / "other.safetensors"))
     with pytest.raises(ValueError, match="is not a tensor file written by the harness"):
         load_tensors(tmp_path / "other.safetensors")

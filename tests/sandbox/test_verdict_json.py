@@ -1,4 +1,5 @@
 """The verdict's JSON: the contract's fields, a lossless round trip, and rejection of unknown statuses."""
+
 import json
 
 import pytest
@@ -7,13 +8,30 @@ from sandbox.verdict import STATUSES, Verdict
 
 
 def _full():
-    return Verdict(status="ok", correct=True, violations=["x"], runtime_ms=0.25, eager_ms=0.5, compiled_ms=0.4,
-                   speedup_vs_eager=2.0, speedup_vs_compiled=1.6, reward=3, reward_schedule="paper", compile_s=1.25, log="line 1\nline 2 \u00e9",
-                   max_abs_error=1e-6, max_rel_error=2e-6,
-                   trials=[{"trial": "trial 1", "ok": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "sampled": False}],
-                   timing={"candidate": {"median_ms": 0.25, "samples": 10}, "stages_s": {"build": 0.1}},
-                   profile={"reference": [{"name": "aten::relu", "calls": 1}]}, device="cpu", problem_hash="a" * 64,
-                   solution_hash="b" * 64, isolation="namespaces+uid", wall_s=3.5)
+    return Verdict(
+        status="ok",
+        correct=True,
+        violations=["x"],
+        runtime_ms=0.25,
+        eager_ms=0.5,
+        compiled_ms=0.4,
+        speedup_vs_eager=2.0,
+        speedup_vs_compiled=1.6,
+        reward=3,
+        reward_schedule="paper",
+        compile_s=1.25,
+        log="line 1\nline 2 \u00e9",
+        max_abs_error=1e-6,
+        max_rel_error=2e-6,
+        trials=[{"trial": "trial 1", "ok": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "sampled": False}],
+        timing={"candidate": {"median_ms": 0.25, "samples": 10}, "stages_s": {"build": 0.1}},
+        profile={"reference": [{"name": "aten::relu", "calls": 1}]},
+        device="cpu",
+        problem_hash="a" * 64,
+        solution_hash="b" * 64,
+        isolation="namespaces+uid",
+        wall_s=3.5,
+    )
 
 
 def test_round_trip_is_lossless():
@@ -32,8 +50,19 @@ def test_every_status_round_trips_with_its_defaults(status):
 
 def test_the_contract_fields_are_present():
     data = json.loads(Verdict(status="incorrect").dumps())
-    for key in ("status", "correct", "violations", "runtime_ms", "eager_ms", "compiled_ms", "speedup_vs_eager",
-                "speedup_vs_compiled", "reward", "compile_s", "log"):
+    for key in (
+        "status",
+        "correct",
+        "violations",
+        "runtime_ms",
+        "eager_ms",
+        "compiled_ms",
+        "speedup_vs_eager",
+        "speedup_vs_compiled",
+        "reward",
+        "compile_s",
+        "log",
+    ):
         assert key in data
     assert data["runtime_ms"] is None and data["reward"] == -1
 

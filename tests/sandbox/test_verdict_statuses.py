@@ -1,4 +1,5 @@
 """Every verdict status, each produced by a solution that earns it, on the CPU target."""
+
 import time
 
 import pytest
@@ -102,8 +103,14 @@ WRONG = {
     "dtype": "torch.from_numpy(np.maximum(x.numpy() + y.numpy(), 0.0).astype(np.float64) * 2.0)",
     "not a tensor": "3.0",
 }
-WHY = {"values": "outside atol", "shape": "shape", "nan": "NaN", "inf": "NaN/Inf", "dtype": "float64",
-       "not a tensor": "returned"}
+WHY = {
+    "values": "outside atol",
+    "shape": "shape",
+    "nan": "NaN",
+    "inf": "NaN/Inf",
+    "dtype": "float64",
+    "not a tensor": "returned",
+}
 
 
 @pytest.mark.parametrize("kind", list(WRONG))
@@ -148,6 +155,8 @@ SEGFAULTS = {
     "abort": "os.abort()",
     "signal": "os.kill(os.getpid(), signal.SIGSEGV)",
 }
+
+
 @pytest.mark.parametrize("how", SEGFAULTS)
 def test_crashed_for_a_segfault_and_the_caller_carries_on(run_eval, files, elementwise, honest, how):
     source = f"""

@@ -1,5 +1,6 @@
 """No jailed process outlives its evaluation (issue 17: zombies after the benchmarks): each worker is the subreaper
 of what its children leave, and ends and reaps all of it before it exits."""
+
 import os
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import textwrap
 import psutil
 
 # Runs as its own process: a worker's start and end around children that leave an orphan behind.
-SCENARIO = textwrap.dedent('''
+SCENARIO = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from sandbox.workers.common import _children, become_worker, reap_children
 
@@ -22,21 +23,24 @@ SCENARIO = textwrap.dedent('''
     adopted = len(_children())
     reap_children()
     print(json.dumps({"adopted": adopted, "left": _children()}))
-''')
+""")
 
 
 def test_a_worker_ends_and_reaps_what_its_children_leave():
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.run([sys.executable, "-c", SCENARIO], check=False, capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCENARIO], check=False, capture_output=True, text=True, timeout=60, env=env
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
+
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     # The orphaned grandchild came to the worker (its own child, sleep, too), and nothing is left: not running, not
     # a zombie.
     assert result["adopted"] >= 2 and result["left"] == [], result
 
 
-LEAVES_PROCESSES = '''
+LEAVES_PROCESSES = """
 import os
 import subprocess
 import sys
@@ -60,7 +64,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x, y):
         return torch.from_numpy(np.maximum(x.numpy() + y.numpy(), 0.0) * np.float32(2.0))
-'''
+"""
 
 
 def test_no_process_a_solution_started_outlives_its_evaluation(run_eval, files, elementwise, jailed_processes):

@@ -17,10 +17,17 @@ def drain_queue(tmp_path):
         db = connection.settings_dict
         url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         env = {**os.environ, "DATABASE_URL": url, "KS_CACHE_DIR": str(tmp_path / "cache"), **env}
-        proc = subprocess.run([sys.executable, "manage.py", "rqworker", queue, "--burst"], cwd=settings.BASE_DIR,
-                              env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "manage.py", "rqworker", queue, "--burst"],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return proc.stdout + proc.stderr
+
     return drain
 
 
@@ -48,13 +55,24 @@ def start_worker(tmp_path):
 
     def start(*queues, **env):
         db = connection.settings_dict
-        env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-               "KS_CACHE_DIR": str(tmp_path / "cache"), "KS_JOB_SCRATCH_DIR": str(start.scratch),
-               "KS_SANDBOX_WORK": str(start.sandbox), **env}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "KS_CACHE_DIR": str(tmp_path / "cache"),
+            "KS_JOB_SCRATCH_DIR": str(start.scratch),
+            "KS_SANDBOX_WORK": str(start.sandbox),
+            **env,
+        }
         log = tmp_path / f"worker-{len(started)}.log"
         with log.open("w") as out:
-            proc = subprocess.Popen([sys.executable, "manage.py", "rqworker", *queues], cwd=settings.BASE_DIR,
-                                    env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "manage.py", "rqworker", *queues],
+                cwd=settings.BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         proc.log = log
         started.append(proc)
         return proc
@@ -67,8 +85,9 @@ def start_worker(tmp_path):
     deadline = time.monotonic() + 30
     while True:  # the test database is dropped only once the workers' sessions have ended
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND pid <> pg_backend_pid()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
             if cursor.fetchone()[0] == 0 or time.monotonic() > deadline:
                 break
         time.sleep(0.2)

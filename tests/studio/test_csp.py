@@ -1,4 +1,5 @@
 """The Content-Security-Policy header on every kind of page, and templates that need nothing it forbids."""
+
 import re
 from pathlib import Path
 
@@ -26,11 +27,21 @@ def staff_client(client):
     evaluation = BenchEvaluation.objects.create(created_by=admin)
     synthesis = SynthesisRun.objects.create(created_by=admin, count=1)
     client.pages = {
-        "home": "/", "upload": "/problems/new", "problem": f"/problems/{problem.pk}", "run": f"/runs/{run.pk}",
-        "versions json": f"/runs/{run.pk}/versions.json", "editor": f"/versions/{version.pk}/edit",
-        "staff": "/staff/", "evaluations": "/staff/evaluations/", "evaluation": f"/staff/evaluations/{evaluation.pk}",
-        "synthesis runs": "/staff/synthesis/", "synthesis run": f"/staff/synthesis/{synthesis.pk}",
-        "training runs": "/staff/training/", "admin": "/admin/", "unknown": "/no/such/page", "healthz": "/healthz",
+        "home": "/",
+        "upload": "/problems/new",
+        "problem": f"/problems/{problem.pk}",
+        "run": f"/runs/{run.pk}",
+        "versions json": f"/runs/{run.pk}/versions.json",
+        "editor": f"/versions/{version.pk}/edit",
+        "staff": "/staff/",
+        "evaluations": "/staff/evaluations/",
+        "evaluation": f"/staff/evaluations/{evaluation.pk}",
+        "synthesis runs": "/staff/synthesis/",
+        "synthesis run": f"/staff/synthesis/{synthesis.pk}",
+        "training runs": "/staff/training/",
+        "admin": "/admin/",
+        "unknown": "/no/such/page",
+        "healthz": "/healthz",
     }
     return client
 
@@ -58,6 +69,9 @@ def test_the_login_page_and_the_rq_dashboard_send_it_too(client, staff_client):
 
 def test_templates_hold_no_inline_script_or_event_handler():
     inline = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>|\son[a-z]+\s*=", re.I)
-    offenders = [f"{path}: {match.group(0)}" for path in Path(settings.BASE_DIR, "templates").rglob("*.html")
-                 for match in inline.finditer(path.read_text())]
+    offenders = [
+        f"{path}: {match.group(0)}"
+        for path in Path(settings.BASE_DIR, "templates").rglob("*.html")
+        for match in inline.finditer(path.read_text())
+    ]
     assert offenders == []

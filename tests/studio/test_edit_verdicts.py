@@ -1,5 +1,6 @@
 """The editor shows the version's verdict before an edit and the edit's beside it after, and offers a diff against the
 version as opened or any other version of the run."""
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -19,8 +20,16 @@ def run(client):
 
 
 def ok(runtime_ms, reward):
-    return Verdict(status="ok", correct=True, runtime_ms=runtime_ms, eager_ms=2.0, compiled_ms=2.0, reward=reward,
-                   speedup_vs_eager=2.0 / runtime_ms, speedup_vs_compiled=2.0 / runtime_ms).to_json()
+    return Verdict(
+        status="ok",
+        correct=True,
+        runtime_ms=runtime_ms,
+        eager_ms=2.0,
+        compiled_ms=2.0,
+        reward=reward,
+        speedup_vs_eager=2.0 / runtime_ms,
+        speedup_vs_compiled=2.0 / runtime_ms,
+    ).to_json()
 
 
 def test_the_editor_opens_with_the_versions_verdict_and_its_diff_choices(client, run):
@@ -41,7 +50,6 @@ def test_an_edits_verdict_is_rendered_for_the_editor_to_show_beside(client, run)
     actions.set_evaluation(evaluation.pk, Evaluation.Status.DONE, verdict=ok(0.5, 3))
     done = client.get(f"/evaluations/{evaluation.pk}/verdict").content.decode()
     assert f"After: your edit (evaluation #{evaluation.pk})" in done and "4.00x faster than eager" in done
-    actions.set_evaluation(evaluation.pk, Evaluation.Status.FAILED,
-                           error="its worker w1 stopped answering")
+    actions.set_evaluation(evaluation.pk, Evaluation.Status.FAILED, error="its worker w1 stopped answering")
     failed = client.get(f"/evaluations/{evaluation.pk}/verdict").content.decode()
     assert "The worker running this (w1) stopped answering" in failed

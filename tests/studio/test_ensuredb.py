@@ -12,8 +12,12 @@ from studio.lib.db import maintenance_connection
 def ensuredb(database_url: str) -> str:
     result = subprocess.run(
         [sys.executable, "manage.py", "ensuredb"],
-        cwd=settings.BASE_DIR, env={**os.environ, "DATABASE_URL": database_url},
-        capture_output=True, text=True, timeout=60, check=True,
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return result.stdout
 

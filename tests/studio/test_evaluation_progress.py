@@ -1,5 +1,6 @@
 """A running KernelBench evaluation's page says where it is: problems done of all, the current problem, the time
 spent and the time left at the pace so far."""
+
 from datetime import timedelta
 
 import pytest
@@ -15,9 +16,11 @@ pytestmark = pytest.mark.django_db
 
 def running(user, done, total, started_ago_s, current="level1/3_Matmul"):
     return BenchEvaluation.objects.create(
-        created_by=user, status=BenchEvaluation.Status.RUNNING,
+        created_by=user,
+        status=BenchEvaluation.Status.RUNNING,
         started_at=timezone.now() - timedelta(seconds=started_ago_s),
-        progress={"done": done, "total": total, "correct": done, "current": current})
+        progress={"done": done, "total": total, "correct": done, "current": current},
+    )
 
 
 def test_the_time_left_extrapolates_the_pace_so_far(client):
@@ -46,7 +49,10 @@ def test_before_the_first_result_the_time_left_is_not_guessed(client):
 def test_a_finished_evaluation_shows_no_current_problem_nor_time_left(client):
     user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
     evaluation = running(user, 5, 5, 60)
-    evaluation.status, evaluation.finished_at = BenchEvaluation.Status.DONE, evaluation.started_at + timedelta(seconds=50)
+    evaluation.status, evaluation.finished_at = (
+        BenchEvaluation.Status.DONE,
+        evaluation.started_at + timedelta(seconds=50),
+    )
     progress = progress_of(evaluation)
     assert progress.current == "" and progress.eta_s is None and progress.elapsed_s == pytest.approx(50)
 

@@ -1,4 +1,5 @@
 """An idle run page's WebSocket, through the real ASGI app and the Redis channel layer: open, quiet, then live."""
+
 import logging
 
 import pytest
@@ -29,8 +30,9 @@ def test_an_idle_websocket_stays_open_for_a_minute_and_still_gets_the_next_event
     cookie = f"sessionid={browser.cookies['sessionid'].value}".encode()
 
     async def scenario():
-        comm = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/",
-                                     headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)])
+        comm = WebsocketCommunicator(
+            application, f"/ws/runs/{run.pk}/", headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)]
+        )
         connected, _ = await comm.connect()
         assert connected
         # The layer blocks in BZPOPMIN a few seconds at a time: a minute spans many of its waits.

@@ -1,5 +1,6 @@
 """The kernel editor: edits evaluated by the sandbox on a real worker, verdicts stored then streamed, kept as human
 versions, handed back to the agent; bad edits get a clear verdict and lose nothing stored."""
+
 import django_rq
 import pytest
 from asgiref.sync import async_to_sync
@@ -51,8 +52,9 @@ def version(tmp_path):
     files = workspace_files(make_plan(analyze(str(problem_path))), "cpu", SOURCE)
     problem = Problem.objects.create(owner=owner, name="chain", source=SOURCE, sha256="0" * 64, device="cpu")
     run = Run.objects.create(owner=owner, problem=problem, status="succeeded", policy="heuristic", max_turns=8)
-    version = KernelVersion.objects.create(problem=problem, run=run, files=files,
-                                           verdict={"status": "ok", "correct": True, "reward": 0, "runtime_ms": 9.0})
+    version = KernelVersion.objects.create(
+        problem=problem, run=run, files=files, verdict={"status": "ok", "correct": True, "reward": 0, "runtime_ms": 9.0}
+    )
     Run.objects.filter(pk=run.pk).update(best_version=version)
     django_rq.get_queue("cpu").empty()
     return version
@@ -68,6 +70,7 @@ def evaluate(client, version, files):
 
 def stream(run_id, user):
     """Everything the run's WebSocket replays to a browser that connects now."""
+
     async def scenario():
         comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/runs/{run_id}/")
         comm.scope["user"] = user
@@ -77,6 +80,7 @@ def stream(run_id, user):
             received.append(await comm.receive_json_from())
         await comm.disconnect()
         return received
+
     return async_to_sync(scenario)()
 
 
@@ -84,7 +88,7 @@ def test_the_editor_page_opens_a_version_in_an_editable_monaco(client, version):
     client.force_login(version.problem.owner)
     page = client.get(f"/versions/{version.pk}/edit").content.decode()
     assert "js/editor.js" in page and 'id="version-files"' in page and "binding.cpp" in page
-    assert f'data-run="{version.run_id}"' in page and f'/versions/{version.pk}/handback' in page
+    assert f'data-run="{version.run_id}"' in page and f"/versions/{version.pk}/handback" in page
 
 
 def test_an_edit_is_evaluated_on_a_worker_streamed_and_kept_as_a_human_version(client, version, drain):
@@ -124,8 +128,10 @@ def test_bad_edits_get_a_clear_verdict_and_lose_nothing_stored(client, version, 
     path = kernel_path(broken)
     broken[path] = broken[path] + "\nvoid oops() { this is not C++; }\n"
     cheating = dict(version.files)
-    cheating["model_new.py"] = ("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
-                                "    def forward(self, x):\n        return torch.relu(x * 2.0 + 1.0)\n")
+    cheating["model_new.py"] = (
+        "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x * 2.0 + 1.0)\n"
+    )
     crashing = dict(version.files, **{"model_new.py": "import os\nos._exit(3)\n"})
     ids = [evaluate(client, version, files).json()["evaluation"] for files in (broken, cheating, crashing)]
     drain()
@@ -142,13 +148,16 @@ def test_bad_edits_get_a_clear_verdict_and_lose_nothing_stored(client, version, 
     assert version.files[path] == broken[path].rsplit("\nvoid oops", 1)[0]
 
 
-@pytest.mark.parametrize("body, reason", [
-    ({"files": {"../etc/passwd": "x", "model_new.py": ""}}, "not a plain relative path"),
-    ({"files": {"setup.py": "x", "model_new.py": ""}}, "not a solution file"),
-    ({"files": {"kernels/k.cpp": "int x;"}}, "needs model_new.py"),
-    ({"files": {"model_new.py": "\x00"}}, "NUL"),
-    ({"files": ["model_new.py"]}, "{path: text}"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ({"files": {"../etc/passwd": "x", "model_new.py": ""}}, "not a plain relative path"),
+        ({"files": {"setup.py": "x", "model_new.py": ""}}, "not a solution file"),
+        ({"files": {"kernels/k.cpp": "int x;"}}, "needs model_new.py"),
+        ({"files": {"model_new.py": "\x00"}}, "NUL"),
+        ({"files": ["model_new.py"]}, "{path: text}"),
+    ],
+)
 def test_it_rejects_edits_that_are_not_a_workspace_and_stores_nothing(client, version, body, reason):
     client.force_login(version.problem.owner)
     response = evaluate(client, version, body["files"])
@@ -180,8 +189,15 @@ def test_another_user_can_neither_open_evaluate_keep_nor_hand_back(client, versi
 def test_a_version_handed_back_starts_a_new_run_from_its_files(client, version, drain):
     client.force_login(version.problem.owner)
     files = dict(version.files, **{"kernels/notes_by_ada.h": "// keep the block size at 256\n"})
-    kept = KernelVersion.objects.create(problem=version.problem, run=version.run, parent=version, files=files,
-                                        author="ada", human_edit=True, verdict=version.verdict).pk
+    kept = KernelVersion.objects.create(
+        problem=version.problem,
+        run=version.run,
+        parent=version,
+        files=files,
+        author="ada",
+        human_edit=True,
+        verdict=version.verdict,
+    ).pk
     response = client.post(f"/versions/{kept}/handback", {"policy": "heuristic", "max_turns": 4})
     run = Run.objects.exclude(pk=version.run_id).get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}"

@@ -1,4 +1,5 @@
 """The run page's kernel viewer: vendored Monaco served from our origin, and the versions it shows and diffs."""
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -13,11 +14,19 @@ def run():
     owner = get_user_model().objects.create_user("ada", password="pw")
     problem = Problem.objects.create(owner=owner, name="relu", source="#", sha256="0" * 64)
     run = Run.objects.create(owner=owner, problem=problem, status="succeeded")
-    first = KernelVersion.objects.create(problem=problem, run=run, files={"kernels/k.cu": "__global__ void a() {}"},
-                                         verdict={"status": "ok", "reward": 1, "runtime_ms": 2.0, "eager_ms": 3.0})
-    second = KernelVersion.objects.create(problem=problem, run=run, parent=first,
-                                          files={"kernels/k.cu": "__global__ void b() {}"},
-                                          verdict={"status": "ok", "reward": 2, "runtime_ms": 1.0, "eager_ms": 3.0})
+    first = KernelVersion.objects.create(
+        problem=problem,
+        run=run,
+        files={"kernels/k.cu": "__global__ void a() {}"},
+        verdict={"status": "ok", "reward": 1, "runtime_ms": 2.0, "eager_ms": 3.0},
+    )
+    second = KernelVersion.objects.create(
+        problem=problem,
+        run=run,
+        parent=first,
+        files={"kernels/k.cu": "__global__ void b() {}"},
+        verdict={"status": "ok", "reward": 2, "runtime_ms": 1.0, "eager_ms": 3.0},
+    )
     run.best_version = second
     run.save()
     return run

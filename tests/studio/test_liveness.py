@@ -1,4 +1,5 @@
 """The live/offline indicator of a job's worker on the run page and the staff job pages, against real RQ workers."""
+
 import subprocess
 import sys
 import time
@@ -30,8 +31,12 @@ def queue():
 def start_worker(queue):
     """A real, long-running RQ worker on QUEUE (a plain `rq worker`: the jobs here are time.sleep)."""
     rq = Path(sys.executable).with_name("rq")
-    return subprocess.Popen([str(rq), "worker", "--url", settings.REDIS_URL, queue.name], cwd=settings.BASE_DIR,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [str(rq), "worker", "--url", settings.REDIS_URL, queue.name],
+        cwd=settings.BASE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def wait_for(condition, timeout=60, what="the condition"):
@@ -83,8 +88,10 @@ def test_pages_say_live_while_a_worker_runs_the_job_and_offline_once_it_dies(cli
         worker.wait(30)
     # RQ still says "started"; the worker's process is gone.
     assert running.get_status(refresh=True) == "started"
-    assert f"worker offline: its worker {running.worker_name} stopped answering" in \
-        client.get(f"/jobs/{running.id}/worker").content.decode()
+    assert (
+        f"worker offline: its worker {running.worker_name} stopped answering"
+        in client.get(f"/jobs/{running.id}/worker").content.decode()
+    )
 
 
 def test_nothing_is_shown_for_a_run_without_a_pending_job_and_strangers_get_404(client, owner, queue):

@@ -1,4 +1,5 @@
 """My runs and my problems: status, best speedup, filters, run again, delete with the versions' package files."""
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,9 +25,20 @@ def a_problem(owner, name="chain"):
 
 def a_finished_run(owner, problem, speedup):
     run = Run.objects.create(owner=owner, problem=problem, status="succeeded", max_turns=7)
-    actions.record_version(run.pk, {"kernels/k.cpp": "//"}, Verdict(
-        status="ok", correct=True, runtime_ms=1.0, eager_ms=speedup, compiled_ms=speedup, reward=3,
-        speedup_vs_eager=speedup, speedup_vs_compiled=speedup).to_json())
+    actions.record_version(
+        run.pk,
+        {"kernels/k.cpp": "//"},
+        Verdict(
+            status="ok",
+            correct=True,
+            runtime_ms=1.0,
+            eager_ms=speedup,
+            compiled_ms=speedup,
+            reward=3,
+            speedup_vs_eager=speedup,
+            speedup_vs_compiled=speedup,
+        ).to_json(),
+    )
     return run
 
 

@@ -1,4 +1,5 @@
 """Downloads: a verified version's pip-installable package is built on a real worker; the web process only serves it."""
+
 import pytest
 from django.contrib.auth import get_user_model
 

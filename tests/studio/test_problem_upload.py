@@ -1,4 +1,5 @@
 """Problem uploads: validated by the sandbox on a real RQ worker; stored only when valid, with the reason otherwise."""
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model

@@ -1,5 +1,6 @@
 """What a job leaves running: a child subreaper adopts the orphans of its descendants (a killed work horse's jails,
 daemons that left their session) and end_children() ends them all, keeping the children it is told to keep."""
+
 import json
 import subprocess
 import sys
@@ -55,8 +56,12 @@ def test_the_orphans_of_a_killed_work_horse_are_adopted_and_ended_and_kept_child
 
 def test_without_a_subreaper_the_orphans_escape_to_init():
     # The same scenario without become_subreaper(): what the worker would have lost track of.
-    proc = subprocess.run([sys.executable, "-c", SCENARIO.replace("processes.become_subreaper()", "")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCENARIO.replace("processes.become_subreaper()", "")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     started, result = (json.loads(line) for line in proc.stdout.splitlines())
     try:

@@ -1,6 +1,7 @@
 """Users' jobs and staff jobs have queues of their own: every job kind goes to its audience's queue, the training
 package's episodes go to the staff queues, and a user's upload is served by real workers laid out as deployed while a
 staff evaluation occupies the staff worker and another waits in the staff queue."""
+
 import json
 import time
 
@@ -43,6 +44,7 @@ def test_users_jobs_and_staff_jobs_never_share_a_queue():
 def test_the_training_packages_episodes_go_to_the_staff_queues():
     from training.evaluation.queues import queue_name
     from training.rl.config import RolloutsConfig
+
     for device in ("cuda", "cpu"):
         assert queue_name(device) == queues.queue_name("evaluation", device)
     assert RolloutsConfig().queue == queues.queue_name("evaluation", "cuda")
@@ -61,25 +63,40 @@ def test_a_users_upload_is_served_while_a_staff_evaluation_occupies_the_staff_qu
         django_rq.get_queue(name).empty()
     client.force_login(get_user_model().objects.create_user("root", password="pw", is_staff=True))
     problems = tmp_path / "problems.jsonl"
-    problems.write_text("".join(json.dumps({"level": 1, "problem_id": i, "name": f"{i}_Scale_ReLU",
-                                            "code": RELU.format(scale=i + 1.5)}) + "\n" for i in range(1, 4)))
+    problems.write_text(
+        "".join(
+            json.dumps({"level": 1, "problem_id": i, "name": f"{i}_Scale_ReLU", "code": RELU.format(scale=i + 1.5)})
+            + "\n"
+            for i in range(1, 4)
+        )
+    )
     for _ in range(2):
         client.post("/staff/evaluations/", {"levels": ["1"], "policy": "heuristic", "device": "cpu"})
     busy, waiting = BenchEvaluation.objects.order_by("pk")
-    env = {"KS_KERNELBENCH_PROBLEMS": str(problems), "KS_EVALUATIONS_DIR": str(tmp_path / "evals"),
-           "KS_CPU_THREADS": "1", "KS_SANDBOX_MEMORY_MB": "4096", "KS_VALIDATE_TIMEOUT": "120"}
+    env = {
+        "KS_KERNELBENCH_PROBLEMS": str(problems),
+        "KS_EVALUATIONS_DIR": str(tmp_path / "evals"),
+        "KS_CPU_THREADS": "1",
+        "KS_SANDBOX_MEMORY_MB": "4096",
+        "KS_VALIDATE_TIMEOUT": "120",
+    }
     # As deployed (docker/compose.yml): a staff worker takes its staff queue first, then users'; users' take theirs.
     staff_worker = start_worker("staff-cpu", "cpu", **env)
     users_worker = start_worker("cpu", **env)
-    wait_for(lambda: BenchEvaluation.objects.get(pk=busy.pk).status == "running",
-             lambda: f"the staff evaluation to start; {staff_worker.log.read_text()[-3000:]}")
+    wait_for(
+        lambda: BenchEvaluation.objects.get(pk=busy.pk).status == "running",
+        lambda: f"the staff evaluation to start; {staff_worker.log.read_text()[-3000:]}",
+    )
 
     ada = Client()
     ada.force_login(get_user_model().objects.create_user("ada", password="pw"))
-    ada.post("/problems/new", {"device": "cpu", "code": RELU.format(scale=2.0), "name": "relu2"},
-             HTTP_HX_REQUEST="true")
-    wait_for(lambda: Problem.objects.filter(name="relu2").exists(),
-             lambda: f"the upload to be validated; {users_worker.log.read_text()[-3000:]}")
+    ada.post(
+        "/problems/new", {"device": "cpu", "code": RELU.format(scale=2.0), "name": "relu2"}, HTTP_HX_REQUEST="true"
+    )
+    wait_for(
+        lambda: Problem.objects.filter(name="relu2").exists(),
+        lambda: f"the upload to be validated; {users_worker.log.read_text()[-3000:]}",
+    )
     busy.refresh_from_db()
     waiting.refresh_from_db()
     assert busy.status == "running" and waiting.status == "queued", "the staff jobs were still there all along"

@@ -1,4 +1,5 @@
 """A worker that dies mid-run leaves the run failed with the reason, not stuck as running."""
+
 import os
 import subprocess
 import sys
@@ -42,10 +43,19 @@ def test_a_run_whose_worker_dies_is_marked_failed_with_the_reason(client, tmp_pa
     client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 5})
     run = Run.objects.get()
     db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "KS_CACHE_DIR": str(tmp_path / "cache")}
-    worker = subprocess.Popen([sys.executable, "manage.py", "rqworker", "cpu"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "KS_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "cpu"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while Run.objects.get(pk=run.pk).status != "running":
@@ -73,6 +83,7 @@ def test_a_run_whose_job_vanished_is_marked_failed():
 
 def test_an_evaluation_whose_job_vanished_is_failed_and_says_so_on_the_run_stream():
     from studio.models import Evaluation, KernelVersion, RunEvent
+
     owner = get_user_model().objects.create_user("ada", password="pw")
     problem = Problem.objects.create(owner=owner, name="tanh", source=SLOW, sha256="0" * 64)
     run = Run.objects.create(owner=owner, problem=problem, status="succeeded")
@@ -89,13 +100,15 @@ def test_an_evaluation_whose_job_vanished_is_failed_and_says_so_on_the_run_strea
 
 def test_staff_jobs_whose_job_is_gone_are_failed_and_those_still_queued_are_left(client):
     from studio.models import BenchEvaluation, SynthesisRun, TrainingRun
+
     user = get_user_model().objects.create_user("root", password="pw", is_staff=True)
     queue = django_rq.get_queue("train")
     queue.empty()
-    gone = [BenchEvaluation.objects.create(created_by=user, job_id="no-such-job", status="running"),
-            SynthesisRun.objects.create(created_by=user, count=1, job_id="no-such-job", status="queued"),
-            TrainingRun.objects.create(created_by=user, name="t", config="seed: 0", job_id="no-such-job",
-                                       status="running")]
+    gone = [
+        BenchEvaluation.objects.create(created_by=user, job_id="no-such-job", status="running"),
+        SynthesisRun.objects.create(created_by=user, count=1, job_id="no-such-job", status="queued"),
+        TrainingRun.objects.create(created_by=user, name="t", config="seed: 0", job_id="no-such-job", status="running"),
+    ]
     # Scheduled an hour ahead: no worker (other test runs share this Redis) takes it meanwhile.
     waiting = queue.enqueue_in(timedelta(hours=1), "studio.jobs.run_training", 0, job_id=f"ks-test-{uuid.uuid4().hex}")
     alive = TrainingRun.objects.create(created_by=user, name="w", config="seed: 0", job_id=waiting.id)

@@ -1,5 +1,6 @@
 """The run page: the turn stream leads while a run is live, the verdict once it ended; failures read as sentences to
 act on; no button that cannot act."""
+
 import re
 
 import django_rq
@@ -27,11 +28,22 @@ def a_run(owner, status="succeeded", **fields):
 
 
 def verdict(**fields):
-    base = {"status": "ok", "correct": True, "runtime_ms": 6.5861, "eager_ms": 1.55, "compiled_ms": 1.89,
-            "speedup_vs_eager": 1.55 / 6.5861, "speedup_vs_compiled": 1.89 / 6.5861, "reward": 1,
-            "trials": [{"ok": True}] * 5, "max_abs_error": 1e-6,
-            "timing": {"candidate": {"median_ms": 6.5861, "spread_pct": 103.0},
-                       "eager": {"median_ms": 1.55, "spread_pct": 5.0}}}
+    base = {
+        "status": "ok",
+        "correct": True,
+        "runtime_ms": 6.5861,
+        "eager_ms": 1.55,
+        "compiled_ms": 1.89,
+        "speedup_vs_eager": 1.55 / 6.5861,
+        "speedup_vs_compiled": 1.89 / 6.5861,
+        "reward": 1,
+        "trials": [{"ok": True}] * 5,
+        "max_abs_error": 1e-6,
+        "timing": {
+            "candidate": {"median_ms": 6.5861, "spread_pct": 103.0},
+            "eager": {"median_ms": 1.55, "spread_pct": 5.0},
+        },
+    }
     return Verdict(**{**base, **fields}).to_json()
 
 
@@ -55,7 +67,9 @@ def test_a_live_run_leads_with_its_turns_and_offers_only_cancel(client, owner):
     assert 'class="run-layout live"' in page and 'id="run-verdict"' not in page
     assert 'id="run-cancel"' in page and "Run again" not in page
     # Panels without content yet are hidden, not shown empty.
-    assert re.search(r'<section id="kernels"[^>]*hidden>', page) and re.search(r'<section id="versions"[^>]*hidden>', page)
+    assert re.search(r'<section id="kernels"[^>]*hidden>', page) and re.search(
+        r'<section id="versions"[^>]*hidden>', page
+    )
 
 
 def test_a_worker_killed_for_memory_reads_as_a_sentence_with_the_details_folded(client, owner):
@@ -63,12 +77,16 @@ def test_a_worker_killed_for_memory_reads_as_a_sentence_with_the_details_folded(
     run = a_run(owner, status="failed", error=raw)
     page = client.get(f"/runs/{run.pk}").content.decode()
     assert "The worker&#x27;s process was killed (SIGKILL), most often because it ran out of memory." in page
-    assert "<details class=\"failure-details\"><summary>details</summary>" in page and "waitpid returned 9" in page
+    assert '<details class="failure-details"><summary>details</summary>' in page and "waitpid returned 9" in page
 
 
 def test_the_summary_is_served_alone_for_the_page_to_refresh(client, owner):
-    run = a_run(owner, status="failed", error="no correct solution (max_turns)",
-                trajectory={"verdict": verdict(status="incorrect", correct=False, reward=-1)})
+    run = a_run(
+        owner,
+        status="failed",
+        error="no correct solution (max_turns)",
+        trajectory={"verdict": verdict(status="incorrect", correct=False, reward=-1)},
+    )
     part = client.get(f"/runs/{run.pk}/summary").content.decode()
     assert "The agent found no correct kernel within its turns." in part
     assert "Not correct: the kernel gave wrong outputs." in part and "<html" not in part

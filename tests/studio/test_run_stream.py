@@ -1,4 +1,5 @@
 """Live run events: stored first, replayed after the browser's last seq, then streamed without gaps or repeats."""
+
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -104,4 +105,7 @@ def test_status_changes_are_events_and_stamp_the_run(run):
     assert run.status == Run.Status.FAILED and run.error == "worker died"
     assert run.started_at is not None and run.finished_at >= run.started_at
     kinds = list(RunEvent.objects.filter(run=run).values_list("kind", "payload"))
-    assert kinds == [("status", {"status": "running", "error": ""}), ("status", {"status": "failed", "error": "worker died"})]
+    assert kinds == [
+        ("status", {"status": "running", "error": ""}),
+        ("status", {"status": "failed", "error": "worker died"}),
+    ]

@@ -1,4 +1,5 @@
 """Optimization runs: started from a problem page, run as RQ jobs by a real worker, every turn stored and streamed."""
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model

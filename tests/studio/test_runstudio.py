@@ -24,8 +24,12 @@ def launch(env, port, *options):
     DEBUG and the secret key are runstudio's defaults, whatever this environment says."""
     inherited = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "SECRET_KEY_FILE")}
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "runstudio", *options], cwd=settings.BASE_DIR, env={**inherited, **env},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "runstudio", *options],
+        cwd=settings.BASE_DIR,
+        env={**inherited, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     process.url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -43,16 +47,18 @@ def launch(env, port, *options):
 def running_studio(scratch_database, free_port, tmp_path):
     """A runstudio process on its own database, port and cache folder, answering /healthz."""
     _, database_url = scratch_database
-    yield from launch({"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)},
-                      free_port)
+    yield from launch(
+        {"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)}, free_port
+    )
 
 
 @pytest.fixture
 def debug_studio(scratch_database, free_port, tmp_path):
     """runstudio --debug, otherwise as running_studio."""
     _, database_url = scratch_database
-    yield from launch({"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)},
-                      free_port, "--debug")
+    yield from launch(
+        {"DATABASE_URL": database_url, "KS_PORT": str(free_port), "KS_CACHE_DIR": str(tmp_path)}, free_port, "--debug"
+    )
 
 
 @pytest.fixture
@@ -62,8 +68,12 @@ def embedded_studio(free_port):
     with tempfile.TemporaryDirectory(prefix="ks-embedded-", dir="/tmp") as cache:
         Path(cache).chmod(0o755)
         pg, rd = testing.free_port(), testing.free_port()  # nothing serves these
-        env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{pg}/kernel_studio", "REDIS_URL": f"redis://127.0.0.1:{rd}/0",
-               "KS_PORT": str(free_port), "KS_CACHE_DIR": cache}
+        env = {
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:{pg}/kernel_studio",
+            "REDIS_URL": f"redis://127.0.0.1:{rd}/0",
+            "KS_PORT": str(free_port),
+            "KS_CACHE_DIR": cache,
+        }
         for process in launch(env, free_port):
             process.ports = pg, rd
             yield process
@@ -94,6 +104,7 @@ def registered_workers(queue):
     """{pid: name} of the RQ workers registered for QUEUE in the configured Redis."""
     import redis
     from rq import Worker
+
     connection = redis.Redis.from_url(settings.REDIS_URL)
     return {w.pid: w.name for w in Worker.all(connection=connection) if queue in w.queue_names()}
 
@@ -146,9 +157,15 @@ def test_runstudio_starts_embedded_postgres_and_redis_where_none_answer(embedded
     # /healthz queried both for real; the workers registered in the embedded Redis.
     import redis
     from rq import Worker
+
     deadline = time.monotonic() + 60  # workers register a moment after daphne answers
     while (queues := sorted(q for w in Worker.all(connection=redis.Redis(port=rd)) for q in w.queue_names())) != [
-            "cpu", "gpu", "staff-cpu", "staff-gpu", "train"] and time.monotonic() < deadline:
+        "cpu",
+        "gpu",
+        "staff-cpu",
+        "staff-gpu",
+        "train",
+    ] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert queues == ["cpu", "gpu", "staff-cpu", "staff-gpu", "train"]
     children = psutil.Process(embedded_studio.pid).children()

@@ -1,4 +1,5 @@
 """Jobs' scratch folders: held while their job lives, swept once nobody holds them, never while someone does."""
+
 import os
 import subprocess
 import sys
@@ -18,8 +19,10 @@ def test_a_held_folder_is_never_swept_and_a_released_one_is_gone(tmp_path):
 
 def test_a_folder_whose_processes_all_died_is_swept(tmp_path):
     # A worker killed mid-job: its process claimed the folder and died without releasing it.
-    code = ("import os, sys; from studio.lib import scratch; "
-            "s = scratch.claim(sys.argv[1], 'job-b'); (s.path / 'left.txt').write_text('x'); os._exit(0)")
+    code = (
+        "import os, sys; from studio.lib import scratch; "
+        "s = scratch.claim(sys.argv[1], 'job-b'); (s.path / 'left.txt').write_text('x'); os._exit(0)"
+    )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=os.getcwd())
     assert (tmp_path / "job-b" / "left.txt").is_file()
     assert scratch.sweep(tmp_path) == [tmp_path / "job-b"] and not (tmp_path / "job-b").exists()

@@ -1,4 +1,5 @@
 """studio.lib.secret_key: the generated SECRET_KEY of a machine where none is configured."""
+
 import subprocess
 import sys
 
@@ -20,8 +21,10 @@ def test_a_key_is_made_once_kept_private_and_read_back(tmp_path):
 
 def test_processes_starting_together_all_get_the_same_key(tmp_path):
     code = f"from studio.lib.secret_key import local_secret_key; print(local_secret_key({str(tmp_path)!r}))"
-    processes = [subprocess.Popen([sys.executable, "-c", code], cwd=settings.BASE_DIR, stdout=subprocess.PIPE,
-                                  text=True) for _ in range(8)]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=settings.BASE_DIR, stdout=subprocess.PIPE, text=True)
+        for _ in range(8)
+    ]
     keys = {process.communicate(timeout=60)[0].strip() for process in processes}
     assert keys == {(tmp_path / "secret-key").read_text().strip()}
 

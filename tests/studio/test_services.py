@@ -1,4 +1,5 @@
 """studio.services: embedded PostgreSQL and Redis, from Debian's binaries or from the PyPI packages that ship them."""
+
 import tempfile
 from pathlib import Path
 
@@ -31,8 +32,9 @@ def test_an_embedded_postgres_serves_on_the_configured_port_and_stops(root, free
         bindir = found[0]
     server = services.start_postgres(db_on(free_port, password="s3cret"), root, bindir=bindir)
     try:
-        with psycopg.connect(host="127.0.0.1", port=free_port, user="studio", password="s3cret",
-                             dbname="postgres") as conn:
+        with psycopg.connect(
+            host="127.0.0.1", port=free_port, user="studio", password="s3cret", dbname="postgres"
+        ) as conn:
             assert conn.execute("SELECT 1 + 1").fetchone() == (2,)
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(host="127.0.0.1", port=free_port, user="studio", password="wrong", dbname="postgres")
@@ -64,6 +66,7 @@ def test_an_embedded_redis_serves_on_the_configured_port(root, free_port, source
 
 def test_it_starts_nothing_where_the_configured_servers_answer(root):
     from django.conf import settings
+
     assert services.ensure(settings.DATABASES["default"], settings.REDIS_URL, root) == []
     assert not any(root.iterdir())
 

@@ -1,5 +1,6 @@
 """studio/settings.py as a fresh process reads it: DEBUG off unless asked, a kept local secret key, and Redis
 reads that outwait the channel layer."""
+
 import json
 import os
 import subprocess
@@ -14,15 +15,24 @@ CONFIGURED = ("DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "KS_CACHE_DIR", "KS_REDI
 def load_settings(**env):
     """(settings as JSON, or None, stderr) of studio.settings imported under ENV."""
     base = {k: v for k, v in os.environ.items() if k not in CONFIGURED}
-    code = ("import json, studio.settings as s; print(json.dumps({'DEBUG': s.DEBUG, 'SECRET_KEY': s.SECRET_KEY, "
-            "'hosts': s.CHANNEL_LAYERS['default']['CONFIG']['hosts'], 'MIDDLEWARE': s.MIDDLEWARE}))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, env={**base, **env},
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import json, studio.settings as s; print(json.dumps({'DEBUG': s.DEBUG, 'SECRET_KEY': s.SECRET_KEY, "
+        "'hosts': s.CHANNEL_LAYERS['default']['CONFIG']['hosts'], 'MIDDLEWARE': s.MIDDLEWARE}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return (json.loads(proc.stdout) if proc.returncode == 0 else None), proc.stderr
 
 
 def test_the_channel_layer_reads_redis_longer_than_it_blocks_waiting_for_messages(tmp_path):
     from channels_redis.core import RedisChannelLayer
+
     loaded, _ = load_settings(KS_CACHE_DIR=str(tmp_path))
     [host] = loaded["hosts"]
     assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout + 5

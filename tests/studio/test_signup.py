@@ -1,4 +1,5 @@
 """Sign-up with Django's auth: an account signed in at once, errors beside their fields, and KS_SIGNUP=off closes it."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
@@ -9,8 +10,10 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_new_person_signs_up_and_lands_signed_in(client):
-    response = client.post("/accounts/signup", {"username": "grace", "password1": "a-long passphrase 91",
-                                                 "password2": "a-long passphrase 91"})
+    response = client.post(
+        "/accounts/signup",
+        {"username": "grace", "password1": "a-long passphrase 91", "password2": "a-long passphrase 91"},
+    )
     assert response.status_code == 302 and response["Location"] == "/"
     assert client.get("/").status_code == 200  # signed in: no redirect to the login page
     assert get_user_model().objects.get(username="grace").is_staff is False

@@ -1,4 +1,5 @@
 """The staff area's landing page: staff only, with the places for training, synthesis and evaluation runs."""
+
 import pytest
 from django.contrib.auth import get_user_model
 

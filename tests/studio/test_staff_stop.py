@@ -1,6 +1,7 @@
 """Stop on a staff evaluation or synthesis run: the row is stopped, its RQ job cancelled or its work horse killed,
 and nothing of it is left behind on the worker's host: no process (the horse, its pool, the jailed processes) and
 no folder (the job's scratch folder, the jails' private folders); the worker itself goes on."""
+
 import json
 import time
 
@@ -43,8 +44,13 @@ def staff(client):
 def problems(tmp_path):
     """Three level-1 problems: the evaluation is still busy with them when it is stopped."""
     path = tmp_path / "problems.jsonl"
-    path.write_text("".join(json.dumps({"level": 1, "problem_id": i, "name": f"{i}_Scale_ReLU",
-                                        "code": RELU.format(scale=i + 1.5)}) + "\n" for i in range(1, 4)))
+    path.write_text(
+        "".join(
+            json.dumps({"level": 1, "problem_id": i, "name": f"{i}_Scale_ReLU", "code": RELU.format(scale=i + 1.5)})
+            + "\n"
+            for i in range(1, 4)
+        )
+    )
     return path
 
 
@@ -89,10 +95,14 @@ def leftovers(scratch, sandbox):
 
 def stop_mid_run_and_check_nothing_is_left(client, row, stop_url, worker, scratch, sandbox):
     roots = [scratch, sandbox]
-    wait_for(lambda: type(row).objects.get(pk=row.pk).status == "running",
-             lambda: f"the job to start; the worker said {worker.log.read_text()[-3000:]}")
-    wait_for(lambda: naming([sandbox]),
-             lambda: f"a jailed process of the job; the worker said {worker.log.read_text()[-3000:]}")
+    wait_for(
+        lambda: type(row).objects.get(pk=row.pk).status == "running",
+        lambda: f"the job to start; the worker said {worker.log.read_text()[-3000:]}",
+    )
+    wait_for(
+        lambda: naming([sandbox]),
+        lambda: f"a jailed process of the job; the worker said {worker.log.read_text()[-3000:]}",
+    )
     before = job_processes(worker, roots)
     assert len(before) >= 2 and len(folders(scratch)) == 1 and folders(sandbox, but=("uids",))
 
@@ -100,11 +110,16 @@ def stop_mid_run_and_check_nothing_is_left(client, row, stop_url, worker, scratc
     row.refresh_from_db()
     assert row.status == "stopped" and row.error == "stopped by root" and row.finished_at
 
-    wait_for(lambda: not job_processes(worker, roots),
-             lambda: f"every process of the job to end: {[p.info for p in job_processes(worker, roots).values()]}",
-             timeout=60)
-    wait_for(lambda: not leftovers(scratch, sandbox), lambda: f"the job's folders to go: {leftovers(scratch, sandbox)}",
-             timeout=30)
+    wait_for(
+        lambda: not job_processes(worker, roots),
+        lambda: f"every process of the job to end: {[p.info for p in job_processes(worker, roots).values()]}",
+        timeout=60,
+    )
+    wait_for(
+        lambda: not leftovers(scratch, sandbox),
+        lambda: f"the job's folders to go: {leftovers(scratch, sandbox)}",
+        timeout=30,
+    )
     for process in before.values():
         assert not process.is_running(), process  # psutil also tells a reused pid from the original process
     job = django_rq.get_queue("staff-cpu").fetch_job(row.job_id)
@@ -117,14 +132,26 @@ def stop_mid_run_and_check_nothing_is_left(client, row, stop_url, worker, scratc
 
 
 def test_stop_on_a_running_evaluation_leaves_no_process_and_no_folder_behind(
-        client, staff, problems, tmp_path, start_worker):
+    client, staff, problems, tmp_path, start_worker
+):
     client.post("/staff/evaluations/", {"levels": ["1"], "policy": "heuristic", "device": "cpu"})
     evaluation = BenchEvaluation.objects.get()
     assert "Stop</button>" in client.get(f"/staff/evaluations/{evaluation.pk}").content.decode()
-    worker = start_worker("staff-cpu", KS_KERNELBENCH_PROBLEMS=str(problems),
-                          KS_EVALUATIONS_DIR=str(tmp_path / "evals"), KS_EVALUATION_ARGS="--no-compiled", **LIMITS)
-    stop_mid_run_and_check_nothing_is_left(client, evaluation, f"/staff/evaluations/{evaluation.pk}/stop", worker,
-                                           start_worker.scratch, start_worker.sandbox)
+    worker = start_worker(
+        "staff-cpu",
+        KS_KERNELBENCH_PROBLEMS=str(problems),
+        KS_EVALUATIONS_DIR=str(tmp_path / "evals"),
+        KS_EVALUATION_ARGS="--no-compiled",
+        **LIMITS,
+    )
+    stop_mid_run_and_check_nothing_is_left(
+        client,
+        evaluation,
+        f"/staff/evaluations/{evaluation.pk}/stop",
+        worker,
+        start_worker.scratch,
+        start_worker.sandbox,
+    )
     assert (tmp_path / "evals" / str(evaluation.pk)).is_dir()  # what it stored is the evaluation's, not scratch
 
 
@@ -132,10 +159,12 @@ def test_stop_on_a_running_synthesis_leaves_no_process_and_no_folder_behind(clie
     client.post("/staff/synthesis/", {"count": 50, "device": "cpu", "workers": 1})
     run = SynthesisRun.objects.get()
     assert "Stop</button>" in client.get(f"/staff/synthesis/{run.pk}").content.decode()
-    worker = start_worker("staff-cpu", KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"), KS_SYNTHESIS_ARGS=SYNTHESIS,
-                          **LIMITS)
-    stop_mid_run_and_check_nothing_is_left(client, run, f"/staff/synthesis/{run.pk}/stop", worker,
-                                           start_worker.scratch, start_worker.sandbox)
+    worker = start_worker(
+        "staff-cpu", KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"), KS_SYNTHESIS_ARGS=SYNTHESIS, **LIMITS
+    )
+    stop_mid_run_and_check_nothing_is_left(
+        client, run, f"/staff/synthesis/{run.pk}/stop", worker, start_worker.scratch, start_worker.sandbox
+    )
 
 
 def test_stop_on_a_queued_evaluation_cancels_its_job_and_it_never_runs(client, staff, problems, tmp_path, drain_queue):

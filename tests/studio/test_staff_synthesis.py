@@ -1,5 +1,6 @@
 """Task-synthesis runs from the staff area: launched as a job a real RQ worker runs, progress from the run's files,
 the dataset browsed with filters, a task viewed read-only and made a problem through the upload path."""
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
@@ -8,8 +9,10 @@ from studio.models import Problem, SynthesisRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TINY = ("--profile tiny --min-ms 0 --max-ms 10000 --max-depth 2 --classes activation,elementwise,binary "
-        "--time-budget 0.05 --max-attempts 8")
+TINY = (
+    "--profile tiny --min-ms 0 --max-ms 10000 --max-depth 2 --classes activation,elementwise,binary "
+    "--time-budget 0.05 --max-attempts 8"
+)
 
 
 @pytest.fixture
@@ -21,14 +24,18 @@ def staff(client):
     return user
 
 
-def test_a_synthesis_run_keeps_tasks_that_can_be_browsed_viewed_and_made_problems(client, staff, tmp_path,
-                                                                                  drain_queue):
+def test_a_synthesis_run_keeps_tasks_that_can_be_browsed_viewed_and_made_problems(client, staff, tmp_path, drain_queue):
     response = client.post("/staff/synthesis/", {"count": 1, "device": "cpu", "workers": 1})
     run = SynthesisRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/staff/synthesis/{run.pk}"
     assert django_rq.get_queue("staff-cpu").fetch_job(run.job_id) is not None
-    log = drain_queue("staff-cpu", KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"), KS_SYNTHESIS_ARGS=TINY,
-                      KS_CPU_THREADS="1", KS_SANDBOX_MEMORY_MB="4096")
+    log = drain_queue(
+        "staff-cpu",
+        KS_SYNTHESIS_DIR=str(tmp_path / "synthesis"),
+        KS_SYNTHESIS_ARGS=TINY,
+        KS_CPU_THREADS="1",
+        KS_SANDBOX_MEMORY_MB="4096",
+    )
     run.refresh_from_db()
     assert run.status == "done", run.error + log[-3000:]
     assert run.summary["kept"] == 1 and run.summary["attempts"] >= 1
@@ -83,8 +90,12 @@ def test_synthesis_pages_are_refused_to_users_who_are_not_staff(client):
     user = get_user_model().objects.create_user("ada", password="pw")
     client.force_login(user)
     run = SynthesisRun.objects.create(created_by=user, count=1)
-    for url in ("/staff/synthesis/", f"/staff/synthesis/{run.pk}", f"/staff/synthesis/{run.pk}/tasks",
-                f"/staff/synthesis/{run.pk}/tasks/x"):
+    for url in (
+        "/staff/synthesis/",
+        f"/staff/synthesis/{run.pk}",
+        f"/staff/synthesis/{run.pk}/tasks",
+        f"/staff/synthesis/{run.pk}/tasks/x",
+    ):
         assert client.get(url).status_code == 403, url
     assert client.post("/staff/synthesis/", {"count": 1, "device": "cpu", "workers": 1}).status_code == 403
     assert client.post(f"/staff/synthesis/{run.pk}/tasks/x/use").status_code == 403
@@ -93,8 +104,14 @@ def test_synthesis_pages_are_refused_to_users_who_are_not_staff(client):
 
 def test_the_distribution_is_drawn_as_bars_one_per_value():
     from studio.datasets import distribution_charts
-    summary = {"distribution": {"op_classes": {"activation": 3, "norm": 1}, "fusion_depth": {"1": 2, "10": 1, "2": 4},
-                                "eager_ms": [{"lo": 1, "hi": 10, "count": 4}, {"lo": 10, "hi": None, "count": 0}]}}
+
+    summary = {
+        "distribution": {
+            "op_classes": {"activation": 3, "norm": 1},
+            "fusion_depth": {"1": 2, "10": 1, "2": 4},
+            "eager_ms": [{"lo": 1, "hi": 10, "count": 4}, {"lo": 10, "hi": None, "count": 0}],
+        }
+    }
     classes, depth, eager = distribution_charts(summary)
     assert 'data-bars="2"' in classes and classes.index("activation") < classes.index("norm")
     assert 'data-bars="3"' in depth and depth.index(">2<") < depth.index(">10<")

@@ -1,6 +1,7 @@
 """RL training runs from the staff area: a tiny CPU run launched from a config on a real RQ worker, stopped and
 resumed on its folder, its page (charts of every metric, stage, log, checkpoints, plots, recent trajectories opened
 in the viewer), a checkpoint served as a policy for studio runs, bad configs refused with nothing stored, staff only."""
+
 import os
 import signal
 import subprocess
@@ -19,8 +20,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 # toy.yaml cut to RFT on one heuristic episode, then a value pre-training long enough to stop mid-way (it never
 # converges: patience is out of reach), half a second to a few seconds an epoch.
-TINY = "\n".join(["stages=[rft, value]", "eval_episodes=0", "episode.max_turns=2", "rft.epochs=1",
-                  "value.episodes=1", "value.max_epochs=6", "value.patience=1000"])
+TINY = "\n".join(
+    [
+        "stages=[rft, value]",
+        "eval_episodes=0",
+        "episode.max_turns=2",
+        "rft.epochs=1",
+        "value.episodes=1",
+        "value.max_epochs=6",
+        "value.patience=1000",
+    ]
+)
 
 
 @pytest.fixture
@@ -37,12 +47,24 @@ def worker(tmp_path, settings):
     """A real `rqworker staff-cpu` (not burst: it must outlive a stopped job to run the resumed one)."""
     settings.KS_TRAINING_DIR = tmp_path / "training"
     db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "KS_CACHE_DIR": str(tmp_path / "cache"), "KS_TRAINING_DIR": str(tmp_path / "training"),
-           "HF_HUB_OFFLINE": "1", "KS_CPU_THREADS": "1", "KS_SANDBOX_MEMORY_MB": "4096"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "KS_CACHE_DIR": str(tmp_path / "cache"),
+        "KS_TRAINING_DIR": str(tmp_path / "training"),
+        "HF_HUB_OFFLINE": "1",
+        "KS_CPU_THREADS": "1",
+        "KS_SANDBOX_MEMORY_MB": "4096",
+    }
     log = (tmp_path / "worker.log").open("w")
-    proc = subprocess.Popen([sys.executable, "manage.py", "rqworker", "staff-cpu"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "staff-cpu"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     proc.log = tmp_path / "worker.log"
     yield proc
     os.killpg(proc.pid, signal.SIGTERM)  # a warm shutdown; an idle worker may wait out its dequeue first
@@ -57,8 +79,9 @@ def worker(tmp_path, settings):
 
 def other_sessions():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
         return cursor.fetchone()[0]
 
 
@@ -78,6 +101,7 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
     def value_steps():
         run.refresh_from_db()
         return run.current_stage == "value" and run.last_metrics["step"] >= 1
+
     wait_for(value_steps, "value pre-training to log two epochs")
     page = client.get(f"/staff/training/{run.pk}", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="training-progress"' in page and 'hx-trigger="every 3s"' in page and "<h3>rft</h3>" in page
@@ -94,8 +118,10 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
     assert client.post(f"/staff/training/{run.pk}/resume").status_code == 302
     run.refresh_from_db()
     assert run.status in ("queued", "running") and run.job_id != job.id
-    wait_for(lambda: TrainingRun.objects.get(pk=run.pk).status not in ("queued", "running"),
-             lambda: f"the resumed run; the worker said {worker.log.read_text()[-3000:]}")
+    wait_for(
+        lambda: TrainingRun.objects.get(pk=run.pk).status not in ("queued", "running"),
+        lambda: f"the resumed run; the worker said {worker.log.read_text()[-3000:]}",
+    )
     run.refresh_from_db()
     assert run.status == "done", run.error + (folder / "train.log").read_text()[-3000:]
     log = (folder / "train.log").read_text()
@@ -128,6 +154,7 @@ def test_a_run_trains_is_stopped_resumed_and_serves_a_checkpoint(client, staff, 
 def check_recent_trajectories_open_in_the_viewer(client, run, page):
     import re
     from urllib.parse import unquote
+
     # RFT's and value pre-training's episodes wrote their trajectories under episodes/STAGE/step-0/rank-0/.
     links = [unquote(link) for link in re.findall(rf'href="/staff/training/{run.pk}/episode\?path=([^"]+)"', page)]
     assert {link.split("/")[0] for link in links} == {"rft", "value"}, links
@@ -140,6 +167,7 @@ def check_recent_trajectories_open_in_the_viewer(client, run, page):
 
 def read(folder):
     import json
+
     return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
@@ -148,6 +176,7 @@ def check_served_checkpoint_is_a_policy_choice(client, staff, served):
 
     from agent.policies import make_policy
     from studio.serving import policy_for
+
     problem = Problem.objects.create(owner=staff, name="p", source="x", sha256="0" * 64, device="cpu")
     form = client.get(f"/problems/{problem.pk}").content.decode()
     assert f'value="checkpoint:{served.pk}"' in form and f"Checkpoint: {served}" in form
@@ -195,11 +224,19 @@ def test_training_pages_are_refused_to_users_who_are_not_staff(client):
     user = get_user_model().objects.create_user("ada", password="pw")
     client.force_login(user)
     run = TrainingRun.objects.create(created_by=user, name="r", config="seed: 0")
-    for url in ("/staff/training/", f"/staff/training/{run.pk}", f"/staff/training/{run.pk}/plots/a.png",
-                f"/staff/training/{run.pk}/episode?path=rft/x/trajectory.json"):
+    for url in (
+        "/staff/training/",
+        f"/staff/training/{run.pk}",
+        f"/staff/training/{run.pk}/plots/a.png",
+        f"/staff/training/{run.pk}/episode?path=rft/x/trajectory.json",
+    ):
         assert client.get(url).status_code == 403, url
-    for url in ("/staff/training/", f"/staff/training/{run.pk}/stop", f"/staff/training/{run.pk}/resume",
-                f"/staff/training/{run.pk}/serve"):
+    for url in (
+        "/staff/training/",
+        f"/staff/training/{run.pk}/stop",
+        f"/staff/training/{run.pk}/resume",
+        f"/staff/training/{run.pk}/serve",
+    ):
         assert client.post(url, {"preset": "toy.yaml"}).status_code == 403, url
     run.refresh_from_db()
     assert TrainingRun.objects.count() == 1 and run.status == "queued"
@@ -209,6 +246,7 @@ def test_a_run_trained_elsewhere_is_imported_with_its_charts_and_plots(client, s
     """The H100 run of bench/results/rl-pipeline-h100 (config, metrics, log, plots) brought into the studio."""
     from django.core.management import call_command
     from django.core.management.base import CommandError
+
     settings.KS_TRAINING_DIR = tmp_path / "training"
     source = ROOT / "bench" / "results" / "rl-pipeline-h100"
     call_command("import_training_run", str(source), "--user", "root", "--name", "h100")
@@ -227,8 +265,11 @@ def test_a_run_trained_elsewhere_is_imported_with_its_charts_and_plots(client, s
     partial = tmp_path / "partial"
     partial.mkdir()
     (partial / "config.yaml").write_text((source / "config.yaml").read_text())
-    (partial / "metrics.jsonl").write_text("".join(
-        line + "\n" for line in (source / "metrics.jsonl").read_text().splitlines() if '"stage": "ppo"' not in line))
+    (partial / "metrics.jsonl").write_text(
+        "".join(
+            line + "\n" for line in (source / "metrics.jsonl").read_text().splitlines() if '"stage": "ppo"' not in line
+        )
+    )
     call_command("import_training_run", str(partial), "--user", "root")
     stopped = TrainingRun.objects.get(name="partial")
     assert stopped.status == TrainingRun.Status.STOPPED and "resume" in stopped.error

@@ -1,5 +1,6 @@
 """studio.supervisor with real child processes: dead children come back, failing ones slow down, an essential
 process takes everything down, a stop reaches every child."""
+
 import logging
 import signal
 import subprocess
@@ -74,8 +75,11 @@ def test_a_child_that_keeps_dying_young_is_retried_ever_slower_and_reported(capl
     # Each wait is at least the back-off for that many early deaths in a row: 0.4 s, then 0.4 s (capped), ...
     assert all(gap >= 0.4 - 0.02 for gap in gaps[1:]), gaps
     reports = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert reports and "broken keeps dying within 30 s of starting (3 times in a row, last with exit code 3)" in \
-        reports[0].getMessage()
+    assert (
+        reports
+        and "broken keeps dying within 30 s of starting (3 times in a row, last with exit code 3)"
+        in reports[0].getMessage()
+    )
 
 
 def test_an_essential_process_that_dies_stops_every_child_and_says_which():

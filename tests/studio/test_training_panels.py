@@ -1,5 +1,6 @@
 """A training run's page leads with a few panels (reward and correct rate, PPO stability, value, throughput), each a
 handful of charts whose lines share an axis, drawn from the run's metrics.jsonl."""
+
 import json
 from pathlib import Path
 
@@ -21,8 +22,9 @@ def test_the_h100_run_fills_four_panels_of_grouped_charts():
 
 
 def test_a_metric_logged_by_several_stages_is_one_line_per_stage():
-    rows = [{"stage": "value", "step": s, "explained_variance": 0.1 * s} for s in range(3)] + \
-           [{"stage": "ppo", "step": s, "explained_variance": 0.5} for s in range(2)]
+    rows = [{"stage": "value", "step": s, "explained_variance": 0.1 * s} for s in range(3)] + [
+        {"stage": "ppo", "step": s, "explained_variance": 0.5} for s in range(2)
+    ]
     [(panel, [svg])] = metric_panels(rows)
     assert panel == "Value" and ">value: explained_variance<" in str(svg) and ">ppo: explained_variance<" in str(svg)
 

@@ -1,5 +1,6 @@
 """A verdict shown answer first: speedup bars with their spread against both baselines, at PyTorch's default and at
 matched precision, the reward badge and its meaning, correctness, and the profile (studio.verdicts, charts)."""
+
 import pytest
 
 from sandbox import Verdict
@@ -13,14 +14,32 @@ def timing(ms, spread):
 
 def gemm_verdict(**overrides):
     """A GEMM whose speed comes from TF32: 6x against PyTorch's default, 1.2x at matched precision."""
-    fields = {"status": "ok", "correct": True, "runtime_ms": 0.5, "eager_ms": 3.0, "compiled_ms": 2.5,
-              "speedup_vs_eager": 6.0, "speedup_vs_compiled": 5.0, "reward": 3, "reward_schedule": "paper",
-              "eager_tf32_ms": 0.6, "compiled_tf32_ms": 0.55, "speedup_vs_eager_tf32": 1.2,
-              "speedup_vs_compiled_tf32": 1.1, "max_abs_error": 2e-3, "max_abs_error_fp64": 2.1e-3,
-              "reference_abs_error_fp64": 1e-6,
-              "trials": [{"trial": f"trial {i}", "ok": True, "max_abs_error": 1e-3} for i in range(5)],
-              "timing": {"candidate": timing(0.5, 10.0), "eager": timing(3.0, 4.0), "compiled": timing(2.5, 6.0),
-                         "eager_tf32": timing(0.6, 2.0), "compiled_tf32": timing(0.55, 2.0)}}
+    fields = {
+        "status": "ok",
+        "correct": True,
+        "runtime_ms": 0.5,
+        "eager_ms": 3.0,
+        "compiled_ms": 2.5,
+        "speedup_vs_eager": 6.0,
+        "speedup_vs_compiled": 5.0,
+        "reward": 3,
+        "reward_schedule": "paper",
+        "eager_tf32_ms": 0.6,
+        "compiled_tf32_ms": 0.55,
+        "speedup_vs_eager_tf32": 1.2,
+        "speedup_vs_compiled_tf32": 1.1,
+        "max_abs_error": 2e-3,
+        "max_abs_error_fp64": 2.1e-3,
+        "reference_abs_error_fp64": 1e-6,
+        "trials": [{"trial": f"trial {i}", "ok": True, "max_abs_error": 1e-3} for i in range(5)],
+        "timing": {
+            "candidate": timing(0.5, 10.0),
+            "eager": timing(3.0, 4.0),
+            "compiled": timing(2.5, 6.0),
+            "eager_tf32": timing(0.6, 2.0),
+            "compiled_tf32": timing(0.55, 2.0),
+        },
+    }
     fields.update(overrides)
     return Verdict(**fields).to_json()
 
@@ -28,8 +47,12 @@ def gemm_verdict(**overrides):
 def test_it_reports_both_precisions_side_by_side_with_error_bars_from_the_spreads():
     shown = view(gemm_verdict())
     bars = {(s.baseline, s.precision): s for s in shown.speedups}
-    assert set(bars) == {("eager", "default"), ("torch.compile", "default"), ("eager", "tf32"),
-                         ("torch.compile", "tf32")}
+    assert set(bars) == {
+        ("eager", "default"),
+        ("torch.compile", "default"),
+        ("eager", "tf32"),
+        ("torch.compile", "tf32"),
+    }
     assert bars["eager", "default"].speedup == pytest.approx(6.0)
     assert bars["eager", "tf32"].speedup == pytest.approx(1.2)
     eager = bars["eager", "default"]
@@ -49,8 +72,14 @@ def test_it_leads_with_correctness_trials_and_the_fp64_error():
 
 
 def test_a_slower_kernel_says_slower_in_words():
-    verdict = gemm_verdict(runtime_ms=6.0, speedup_vs_eager=0.5, speedup_vs_compiled=0.42, reward=1,
-                           eager_tf32_ms=None, compiled_tf32_ms=None)
+    verdict = gemm_verdict(
+        runtime_ms=6.0,
+        speedup_vs_eager=0.5,
+        speedup_vs_compiled=0.42,
+        reward=1,
+        eager_tf32_ms=None,
+        compiled_tf32_ms=None,
+    )
     shown = view(verdict)
     assert shown.headline == "Correct: 2.00x slower than eager, 2.40x slower than torch.compile."
     assert shown.reward_level == "correct" and shown.reward_meaning == "correct"
@@ -71,16 +100,20 @@ def test_a_verdict_stored_before_the_reward_schedule_reads_as_the_milestones():
 
 
 def test_the_profile_joins_nsight_throughput_to_the_kernel_table():
-    verdict = gemm_verdict(profile={"candidate": [{"name": "gemm_kernel", "calls": 1, "total_ms": 0.4,
-                                                   "mean_us": 400.0, "share_pct": 80.0}],
-                                    "ncu_candidate": [{"name": "gemm_kernel", "duration_us": 390.0,
-                                                       "dram_pct": 41.5, "sm_pct": 88.0}]})
+    verdict = gemm_verdict(
+        profile={
+            "candidate": [{"name": "gemm_kernel", "calls": 1, "total_ms": 0.4, "mean_us": 400.0, "share_pct": 80.0}],
+            "ncu_candidate": [{"name": "gemm_kernel", "duration_us": 390.0, "dram_pct": 41.5, "sm_pct": 88.0}],
+        }
+    )
     [row] = view(verdict).kernels
     assert (row.name, row.share_pct, row.dram_pct, row.sm_pct) == ("gemm_kernel", 80.0, 41.5, 88.0)
 
 
 def test_the_bars_are_drawn_from_the_one_line_faster_right_slower_left():
-    svg = str(speedup_bars([speedup("eager", "default", 2.0, 1.0, 0, 0), speedup("torch.compile", "default", 1.0, 2.0, 0, 0)]))
+    svg = str(
+        speedup_bars([speedup("eager", "default", 2.0, 1.0, 0, 0), speedup("torch.compile", "default", 1.0, 2.0, 0, 0)])
+    )
     assert svg.count("<rect") == 2 and 'data-speedup="2.0000"' in svg and 'data-speedup="0.5000"' in svg
     faster_x = float(svg.split('class="bar faster')[1].split('<rect x="')[1].split('"')[0])
     slower_rect = svg.split('class="bar slower')[1].split("<rect ")[1]

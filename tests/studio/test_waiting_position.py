@@ -1,6 +1,7 @@
 """A waiting job shows its place: the pages of a queued upload, run, edit evaluation, staff evaluation and synthesis
 run say how many jobs are ahead of it in which queue (a real queue on the real Redis holding jobs ahead), and say it
 again, updated, while it waits."""
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
@@ -37,6 +38,7 @@ def ahead():
         used.add(queue)
         django_rq.get_queue(queue).empty()
         return [django_rq.get_queue(queue).enqueue("time.sleep", 0) for _ in range(n)]
+
     yield put
     for queue in used:
         django_rq.get_queue(queue).empty()
@@ -84,8 +86,9 @@ def test_a_queued_edit_evaluation_reports_its_place_to_the_editor(ada, ahead):
     run = Run.objects.create(owner=user, problem=problem, status="succeeded", policy="heuristic", max_turns=8)
     version = KernelVersion.objects.create(problem=problem, run=run, files={"model_new.py": "class ModelNew: pass\n"})
     ahead("cpu", 1)
-    response = ada.post(f"/versions/{version.pk}/evaluations", {"files": version.files},
-                        content_type="application/json")
+    response = ada.post(
+        f"/versions/{version.pk}/evaluations", {"files": version.files}, content_type="application/json"
+    )
     assert response.status_code == 202
     evaluation = Evaluation.objects.get()
     assert ada.get(f"/evaluations/{evaluation.pk}").json()["waiting"] == {"ahead": 1, "queue": "cpu"}

@@ -1,5 +1,6 @@
 """Run by test_rl_distributed.py in each of two processes (torch.distributed over gloo, as `accelerate launch`
 starts them): one PPO update on batches of different sizes per rank, then the step's statistics; prints JSON."""
+
 import json
 import sys
 
@@ -7,6 +8,7 @@ import torch
 from accelerate import Accelerator
 
 import agent.loop  # noqa: E402,F401  the project's sandbox and agent, imported before the tests folder goes first
+
 #                                     on the path (its tests/sandbox and tests/agent would shadow them)
 sys.path.insert(0, sys.argv[1])  # the tests folder: the toy environment of test_rl_learning
 from training.test_rl_learning import rollout, tiny_models  # noqa: E402
@@ -29,8 +31,11 @@ actor, critic, actor_opt, critic_opt = accelerator.prepare(actor, critic, actor_
 generator = torch.Generator().manual_seed(10 + rank)
 # Rank 0 has 12 samples (one minibatch), rank 1 has 40 (three): without agreement rank 1 would wait forever in
 # its second backward pass for a rank that has finished.
-samples, _ = rollout(accelerator.unwrap_model(actor), torch.tensor([1, 2, 3] * (4 if rank == 0 else 14))[:12 if rank == 0 else 40],
-                     generator)
+samples, _ = rollout(
+    accelerator.unwrap_model(actor),
+    torch.tensor([1, 2, 3] * (4 if rank == 0 else 14))[: 12 if rank == 0 else 40],
+    generator,
+)
 stats = update(actor, critic, Batch.collate(samples), cfg, actor_opt, critic_opt, accelerator, generator=generator)
 
 
@@ -41,10 +46,21 @@ class Episode:  # what episode_summary reads of a trajectory
 
 
 well_formed = [type("Call", (), {"error": ""})()]
-episodes = [Episode(3.0, True, 2, well_formed)] if rank == 0 else [Episode(-1.0, False, 5, []),
-                                                                    Episode(1.0, True, 3, [])]
+episodes = (
+    [Episode(3.0, True, 2, well_formed)] if rank == 0 else [Episode(-1.0, False, 5, []), Episode(1.0, True, 3, [])]
+)
 merged = step_stats(accelerator, {**stats, "rollout_failures": rank}, [episode_summary(e) for e in episodes])
 weights = sum(float(p.detach().double().sum()) for p in accelerator.unwrap_model(actor).parameters())
-print(json.dumps({"rank": rank, "world": accelerator.num_processes, "policy_tokens_here": stats["policy_tokens"],
-                  "merged": merged, "weights": weights, "mean_rank": mean(accelerator, rank)}))
+print(
+    json.dumps(
+        {
+            "rank": rank,
+            "world": accelerator.num_processes,
+            "policy_tokens_here": stats["policy_tokens"],
+            "merged": merged,
+            "weights": weights,
+            "mean_rank": mean(accelerator, rank),
+        }
+    )
+)
 end_processes(accelerator)

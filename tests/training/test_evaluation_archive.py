@@ -1,4 +1,5 @@
 """An evaluation's solutions packed as data: pack, list and unpack round trips, and --retime reading the archive."""
+
 import gzip
 import json
 import shutil

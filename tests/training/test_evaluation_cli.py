@@ -1,5 +1,6 @@
 """`python -m training evaluate` in-process: real CPU episodes of the heuristic in comparison mode, results, resume,
 report, and bad input refused with the reason while everything stored stays."""
+
 import json
 
 import pytest
@@ -16,10 +17,13 @@ def lines(path):
 
 
 def test_an_in_process_comparison_stores_each_episode_reports_side_by_side_and_resumes_without_rerunning(
-        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
+    tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys
+):
     problems, out = evaluation_problems("1_Scale_ReLU"), tmp_path / "out"
-    assert evaluate("--problems", problems, "--out", out, "--workers", 2, "--compare", "strict,relaxed",
-                    *evaluation_flags) == 0
+    assert (
+        evaluate("--problems", problems, "--out", out, "--workers", 2, "--compare", "strict,relaxed", *evaluation_flags)
+        == 0
+    )
     results = {r["arm"]: r for r in lines(out / "results.jsonl")}
     assert sorted(results) == ["relaxed", "strict"]
     for arm, r in results.items():
@@ -43,18 +47,23 @@ def test_an_in_process_comparison_stores_each_episode_reports_side_by_side_and_r
     assert "| level | metric | `relaxed` | `strict` |" in md
     assert "| level 1 | correct rate | 100.0% | 100.0% |" in md
     assert "## Sandbox setting `strict`" in md and "| level 1 | 1 | 1 (100.0%) |" in md
-    assert "*CUDA Agent (paper, published; not measured here)*: faster than torch.compile | 100.0% | 100.0% | 92.0%" in md
+    assert (
+        "*CUDA Agent (paper, published; not measured here)*: faster than torch.compile | 100.0% | 100.0% | 92.0%" in md
+    )
 
     capsys.readouterr()
     before = (out / "results.jsonl").read_text()
-    assert evaluate("--problems", problems, "--out", out, "--resume", "--compare", "strict,relaxed",
-                    *evaluation_flags) == 0
+    assert (
+        evaluate("--problems", problems, "--out", out, "--resume", "--compare", "strict,relaxed", *evaluation_flags)
+        == 0
+    )
     assert "0 episode(s) to run, 2 finished already" in capsys.readouterr().out
     assert (out / "results.jsonl").read_text() == before
 
 
 def test_a_run_stopped_by_its_time_budget_leaves_a_folder_that_only_the_same_evaluation_resumes(
-        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
+    tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys
+):
     problems, out = evaluation_problems(), tmp_path / "out"
     assert evaluate("--problems", problems, "--out", out, "--stop-after", 0, *evaluation_flags) == 0
     assert "3 episode(s) not started" in capsys.readouterr().out
@@ -69,23 +78,27 @@ def test_a_run_stopped_by_its_time_budget_leaves_a_folder_that_only_the_same_eva
     assert json.loads((out / "run.json").read_text())["max_turns"] == 8
 
 
-@pytest.mark.parametrize("flags,message", [
-    (["--levels", "x"], "--levels takes"),
-    (["--levels", "3"], "no problem of"),
-    (["--names", "9_Nope"], "no problem named 9_Nope"),
-    (["--shard", "5/4"], "--shard takes"),
-    (["--limit", "0"], "--limit takes"),
-    (["--workers", "0"], "--workers takes 1 or more"),
-    (["--sandbox", "lenient"], "unknown sandbox setting 'lenient'"),
-    (["--sandbox", "strict+relaxed"], "sets strict twice"),
-    (["--compare", "strict"], "--compare takes two or more"),
-    (["--compare", "strict,strict"], "lists strict twice"),
-    (["--sandbox-option", "trials=many"], "trials takes a int"),
-    (["--sandbox-option", "trials=0"], "trials must be at least 1"),
-    (["--sandbox-option", "nope=1"], "KEY=VALUE with KEY one of"),
-])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--levels", "x"], "--levels takes"),
+        (["--levels", "3"], "no problem of"),
+        (["--names", "9_Nope"], "no problem named 9_Nope"),
+        (["--shard", "5/4"], "--shard takes"),
+        (["--limit", "0"], "--limit takes"),
+        (["--workers", "0"], "--workers takes 1 or more"),
+        (["--sandbox", "lenient"], "unknown sandbox setting 'lenient'"),
+        (["--sandbox", "strict+relaxed"], "sets strict twice"),
+        (["--compare", "strict"], "--compare takes two or more"),
+        (["--compare", "strict,strict"], "lists strict twice"),
+        (["--sandbox-option", "trials=many"], "trials takes a int"),
+        (["--sandbox-option", "trials=0"], "trials must be at least 1"),
+        (["--sandbox-option", "nope=1"], "KEY=VALUE with KEY one of"),
+    ],
+)
 def test_it_rejects_bad_flags_with_the_reason_and_creates_nothing(
-        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys, flags, message):
+    tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys, flags, message
+):
     out = tmp_path / "out"
     assert evaluate("--problems", evaluation_problems(), "--out", out, *evaluation_flags, *flags) == 2
     assert message in capsys.readouterr().err
@@ -93,7 +106,8 @@ def test_it_rejects_bad_flags_with_the_reason_and_creates_nothing(
 
 
 def test_it_rejects_a_missing_problems_file_and_a_folder_that_is_not_an_evaluation(
-        tmp_path, evaluation_env, evaluation_flags, capsys):
+    tmp_path, evaluation_env, evaluation_flags, capsys
+):
     assert evaluate("--problems", tmp_path / "none.jsonl", "--out", tmp_path / "a", *evaluation_flags) == 2
     assert "none.jsonl does not exist" in capsys.readouterr().err
     (tmp_path / "b").mkdir()
@@ -108,14 +122,30 @@ def test_it_rejects_a_missing_problems_file_and_a_folder_that_is_not_an_evaluati
 
 
 def test_report_only_rewrites_the_report_from_stored_results(
-        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
+    tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys
+):
     out = tmp_path / "out"
     assert evaluate("--problems", evaluation_problems(), "--out", out, "--stop-after", 0, *evaluation_flags) == 0
-    result = {"arm": "strict", "key": "level3/4_Done", "level": 3, "problem_id": 4, "name": "4_Done",
-              "problem_sha256": "0", "turns": 5, "wall_s": 60.0,
-              "verdict": {"status": "ok", "correct": True, "reward": 3, "eager_ms": 2.0, "compiled_ms": 1.5,
-                          "speedup_vs_eager": 4.0, "speedup_vs_compiled": 3.0}}
-    (out / "results.jsonl").write_text(json.dumps(result) + "\n{\"cut short by a cr")
+    result = {
+        "arm": "strict",
+        "key": "level3/4_Done",
+        "level": 3,
+        "problem_id": 4,
+        "name": "4_Done",
+        "problem_sha256": "0",
+        "turns": 5,
+        "wall_s": 60.0,
+        "verdict": {
+            "status": "ok",
+            "correct": True,
+            "reward": 3,
+            "eager_ms": 2.0,
+            "compiled_ms": 1.5,
+            "speedup_vs_eager": 4.0,
+            "speedup_vs_compiled": 3.0,
+        },
+    }
+    (out / "results.jsonl").write_text(json.dumps(result) + '\n{"cut short by a cr')
     assert evaluate("--out", out, "--report-only") == 0
     level = json.loads((out / "metrics.json").read_text())["arms"]["strict"]["levels"]["3"]
     assert level["compiled"]["fast_p"]["2.0"] == 1.0 and level["compiled"]["fast_p"]["3.0"] == 0.0
@@ -125,7 +155,8 @@ def test_report_only_rewrites_the_report_from_stored_results(
 
 
 def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_skips_what_is_current_and_rerun_runs_named_episodes_again(
-        tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys):
+    tmp_path, evaluation_env, evaluation_problems, evaluation_flags, capsys
+):
     problems, out = evaluation_problems("1_Scale_ReLU"), tmp_path / "out"
     assert evaluate("--problems", problems, "--out", out, *evaluation_flags) == 0
     first = lines(out / "results.jsonl")[-1]
@@ -147,9 +178,12 @@ def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_s
     # The stored solution.py itself was measured again: a plain KernelBench export (sources inline, load_inline)
     # hashes as that file, where the episode's verdict hashed its workspace; the episode's hash is kept beside it.
     from sandbox.solution import Solution
+
     solution_py = out / "episodes" / "strict" / first["key"] / "solution.py"
-    assert stored[-1]["verdict"]["solution_hash"] in (first["verdict"]["solution_hash"],
-                                                      Solution.read(solution_py).sha256)
+    assert stored[-1]["verdict"]["solution_hash"] in (
+        first["verdict"]["solution_hash"],
+        Solution.read(solution_py).sha256,
+    )
     assert retimed["previous_solution_hash"] == first["verdict"]["solution_hash"]
 
     assert evaluate("--retime", "--problems", problems, "--out", out) == 0  # nothing stale: nothing runs
@@ -161,8 +195,12 @@ def test_retime_measures_the_stored_solutions_again_keeps_the_old_speedups_and_s
     # --rerun: the named problem's episode runs again (after the policy changed); the newest result is reported.
     assert evaluate("--problems", problems, "--out", out, "--resume", "--rerun", *evaluation_flags) == 2
     assert "--rerun needs --resume and the problems to run again" in capsys.readouterr().err
-    assert evaluate("--problems", problems, "--out", out, "--resume", "--rerun", "--names", "1_Scale_ReLU",
-                    *evaluation_flags) == 0
+    assert (
+        evaluate(
+            "--problems", problems, "--out", out, "--resume", "--rerun", "--names", "1_Scale_ReLU", *evaluation_flags
+        )
+        == 0
+    )
     assert "1 episode(s) to run, 0 finished already" in capsys.readouterr().out
     stored = lines(out / "results.jsonl")
     assert len(stored) == 3 and stored[-1]["turns"] >= 3 and "retimed" not in stored[-1]["extra"]

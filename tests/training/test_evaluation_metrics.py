@@ -1,4 +1,5 @@
 """Metric arithmetic on known verdicts: failures in every denominator, ties at 1.0, missing baselines, errors."""
+
 import math
 
 import pytest
@@ -9,27 +10,69 @@ from training.evaluation.report import markdown
 from training.evaluation.results import EpisodeResult
 
 
-def result(level=1, correct=True, eager=None, compiled=None, reward=None, status=None, turns=4, wall_s=10.0,
-           eager_ms=1.0, compiled_ms=1.0, verdict=True, schedule="paper"):
+def result(
+    level=1,
+    correct=True,
+    eager=None,
+    compiled=None,
+    reward=None,
+    status=None,
+    turns=4,
+    wall_s=10.0,
+    eager_ms=1.0,
+    compiled_ms=1.0,
+    verdict=True,
+    schedule="paper",
+):
     """An EpisodeResult with a verdict of the given speedups (None: that baseline was not measured), rewarded
     under SCHEDULE (None: a verdict stored before verdicts named their schedule, which used the milestones)."""
     if not verdict:
-        return EpisodeResult(arm="strict", key=f"level{level}/x", level=level, problem_id=0, name="x",
-                             problem_sha256="0", error="InvalidProblem: boom", turns=turns, wall_s=wall_s)
+        return EpisodeResult(
+            arm="strict",
+            key=f"level{level}/x",
+            level=level,
+            problem_id=0,
+            name="x",
+            problem_sha256="0",
+            error="InvalidProblem: boom",
+            turns=turns,
+            wall_s=wall_s,
+        )
     if reward is None:
         reward = reward_of(schedule or "milestone", correct, eager, compiled)
-    v = {"status": status or ("ok" if correct else "incorrect"), "correct": correct, "reward": reward,
-         "eager_ms": eager_ms, "compiled_ms": compiled_ms,
-         "speedup_vs_eager": eager if correct else None, "speedup_vs_compiled": compiled if correct else None}
+    v = {
+        "status": status or ("ok" if correct else "incorrect"),
+        "correct": correct,
+        "reward": reward,
+        "eager_ms": eager_ms,
+        "compiled_ms": compiled_ms,
+        "speedup_vs_eager": eager if correct else None,
+        "speedup_vs_compiled": compiled if correct else None,
+    }
     if schedule:
         v["reward_schedule"] = schedule
-    return EpisodeResult(arm="strict", key=f"level{level}/x", level=level, problem_id=0, name="x",
-                         problem_sha256="0", verdict=v, turns=turns, wall_s=wall_s)
+    return EpisodeResult(
+        arm="strict",
+        key=f"level{level}/x",
+        level=level,
+        problem_id=0,
+        name="x",
+        problem_sha256="0",
+        verdict=v,
+        turns=turns,
+        wall_s=wall_s,
+    )
 
 
 def test_failures_count_in_the_correct_rate_and_every_fast_p_denominator():
-    m = group_metrics([result(eager=2.0, compiled=1.6), result(eager=0.5, compiled=0.4), result(correct=False),
-                       result(correct=False, status="compile_error")])
+    m = group_metrics(
+        [
+            result(eager=2.0, compiled=1.6),
+            result(eager=0.5, compiled=0.4),
+            result(correct=False),
+            result(correct=False, status="compile_error"),
+        ]
+    )
     assert m["problems"] == 4 and m["correct"] == 2 and m["correct_rate"] == 0.5
     assert m["eager"]["fast_p"] == {"1.0": 0.25, "1.25": 0.25, "1.5": 0.25, "2.0": 0.0, "3.0": 0.0}
     assert m["compiled"]["fast_p"]["1.5"] == 0.25 and m["compiled"]["fast_p"]["2.0"] == 0.0
@@ -86,10 +129,16 @@ def test_an_episode_that_never_reached_a_verdict_is_a_failure_and_an_error():
 
 
 def test_reward_distribution_mean_turns_and_wall_time():
-    m = group_metrics([result(eager=2.0, compiled=2.0, turns=10, wall_s=30.0),
-                       result(eager=0.9, turns=4, wall_s=10.0), result(correct=False, turns=1, wall_s=2.0)])
-    assert m["rewards"] == {"paper": {"problems": 3, "mean": pytest.approx(1.0),
-                                      "counts": {"-1": 1, "1": 1, "2": 0, "3": 1}}}
+    m = group_metrics(
+        [
+            result(eager=2.0, compiled=2.0, turns=10, wall_s=30.0),
+            result(eager=0.9, turns=4, wall_s=10.0),
+            result(correct=False, turns=1, wall_s=2.0),
+        ]
+    )
+    assert m["rewards"] == {
+        "paper": {"problems": 3, "mean": pytest.approx(1.0), "counts": {"-1": 1, "1": 1, "2": 0, "3": 1}}
+    }
     assert m["mean_turns"] == pytest.approx(5.0) and m["mean_wall_s"] == pytest.approx(14.0)
     assert m["total_wall_s"] == pytest.approx(42.0)
 
@@ -106,9 +155,15 @@ def test_metrics_split_per_level_and_overall():
 def test_rewards_of_stored_milestone_verdicts_are_counted_apart_never_added_to_the_papers():
     # The same speedups: 1.03x eager is reward 1 under both schedules, but means "correct" in the paper and
     # "faster than eager" in the milestones; a correct slow one is 1 against 0.
-    m = group_metrics([result(eager=1.03, schedule="paper"), result(eager=0.5, schedule="paper"),
-                       result(eager=1.03, schedule=None), result(eager=0.5, schedule=None),
-                       result(verdict=False)])
+    m = group_metrics(
+        [
+            result(eager=1.03, schedule="paper"),
+            result(eager=0.5, schedule="paper"),
+            result(eager=1.03, schedule=None),
+            result(eager=0.5, schedule=None),
+            result(verdict=False),
+        ]
+    )
     assert m["rewards"]["paper"] == {"problems": 2, "mean": 1.0, "counts": {"-1": 0, "1": 2, "2": 0, "3": 0}}
     # The episode without a verdict counts under the most common schedule (of a tie, the first by name).
     assert m["rewards"]["milestone"]["counts"] == {"-1": 1, "0": 1, "1": 1, "2": 0, "3": 0}
@@ -117,10 +172,13 @@ def test_rewards_of_stored_milestone_verdicts_are_counted_apart_never_added_to_t
 
 
 def test_the_report_names_each_schedule_and_what_its_levels_mean():
-    data = {"evaluation": {"policy": "heuristic", "device": "cpu"}, "generated_at": "now", "conventions": "c",
-            "reference": {"label": "paper", "levels": {}, "overall": {}},
-            "arms": {"strict": compute([result(eager=2.0, compiled=2.0),
-                                        result(eager=2.0, compiled=2.0, schedule=None)])}}
+    data = {
+        "evaluation": {"policy": "heuristic", "device": "cpu"},
+        "generated_at": "now",
+        "conventions": "c",
+        "reference": {"label": "paper", "levels": {}, "overall": {}},
+        "arms": {"strict": compute([result(eager=2.0, compiled=2.0), result(eager=2.0, compiled=2.0, schedule=None)])},
+    }
     text = markdown(data)
     assert "3.00 (milestone) / 3.00 (paper)" in text
     assert "Rewards under the `paper` schedule:" in text and "Rewards under the `milestone` schedule:" in text

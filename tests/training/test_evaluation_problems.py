@@ -1,11 +1,11 @@
 """KernelBench problems from JSONL or a checkout; levels, ids, names, limit and shard filters; bad input."""
+
 import json
 from pathlib import Path
 
 import pytest
 
-from training.evaluation.problems import (ProblemsError, parse_ids, parse_levels, parse_shard, read_problems,
-                                          select)
+from training.evaluation.problems import ProblemsError, parse_ids, parse_levels, parse_shard, read_problems, select
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl"
 CODE = "import torch\n"
@@ -61,14 +61,17 @@ def test_shards_interleave_and_together_cover_every_problem_once(tmp_path):
     assert {p.level for p in parts[0]} == {1, 2}
 
 
-@pytest.mark.parametrize("line,message", [
-    ("{not json", r"p.jsonl:2 is not JSON"),
-    ('{"level": 1, "problem_id": 2, "name": "2_X"}', r"p.jsonl:2: missing code"),
-    ('{"level": "1", "problem_id": 2, "name": "2_X", "code": ""}', r"p.jsonl:2: level must be int"),
-    ('{"level": 1, "problem_id": 2, "name": "../../etc", "code": ""}', r"name '../../etc' must be"),
-    ('{"level": 1, "problem_id": 1, "name": "1_Y", "code": ""}', r"share level 1"),
-    ("[1, 2]", r"p.jsonl:2: expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("{not json", r"p.jsonl:2 is not JSON"),
+        ('{"level": 1, "problem_id": 2, "name": "2_X"}', r"p.jsonl:2: missing code"),
+        ('{"level": "1", "problem_id": 2, "name": "2_X", "code": ""}', r"p.jsonl:2: level must be int"),
+        ('{"level": 1, "problem_id": 2, "name": "../../etc", "code": ""}', r"name '../../etc' must be"),
+        ('{"level": 1, "problem_id": 1, "name": "1_Y", "code": ""}', r"share level 1"),
+        ("[1, 2]", r"p.jsonl:2: expected a JSON object"),
+    ],
+)
 def test_it_rejects_a_bad_line_and_says_which(tmp_path, line, message):
     path = write_jsonl(tmp_path / "p.jsonl", rows((1, 1)) + [line])
     with pytest.raises(ProblemsError, match=message):
@@ -84,9 +87,19 @@ def test_it_rejects_missing_or_empty_sources(tmp_path):
         read_problems(tmp_path)
 
 
-@pytest.mark.parametrize("parse,text", [(parse_levels, "1,x"), (parse_levels, "0"), (parse_levels, ""),
-                                        (parse_ids, "1;2"), (parse_ids, "a-b"), (parse_shard, "0/2"),
-                                        (parse_shard, "3/2"), (parse_shard, "1")])
+@pytest.mark.parametrize(
+    "parse,text",
+    [
+        (parse_levels, "1,x"),
+        (parse_levels, "0"),
+        (parse_levels, ""),
+        (parse_ids, "1;2"),
+        (parse_ids, "a-b"),
+        (parse_shard, "0/2"),
+        (parse_shard, "3/2"),
+        (parse_shard, "1"),
+    ],
+)
 def test_it_rejects_malformed_filters(parse, text):
     with pytest.raises(ProblemsError, match="takes"):
         parse(text)

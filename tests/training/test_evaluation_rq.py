@@ -1,6 +1,7 @@
 """An evaluation through real `rq worker` processes on the real Redis: the worker (and the evaluation command) are
 SIGKILLed mid-run, the results file keeps what finished, and --resume re-runs only the episode that was lost and
 the ones never started."""
+
 import json
 import subprocess
 import sys
@@ -33,14 +34,31 @@ def wait_for_a_result_and_a_running_job(coordinator, results, registry, timeout=
 
 
 def test_an_rq_evaluation_survives_a_killed_worker_and_resumes_without_rerunning_finished_episodes(
-        tmp_path, evaluation_rq, evaluation_env, evaluation_problems, evaluation_flags):
+    tmp_path, evaluation_rq, evaluation_env, evaluation_problems, evaluation_flags
+):
     rq = evaluation_rq
     out, results = tmp_path / "out", tmp_path / "out" / "results.jsonl"
-    args = ["evaluate", "--problems", str(evaluation_problems()), "--out", str(out), "--redis-url", rq["url"],
-            "--queue", rq["queue"], *evaluation_flags]
+    args = [
+        "evaluate",
+        "--problems",
+        str(evaluation_problems()),
+        "--out",
+        str(out),
+        "--redis-url",
+        rq["url"],
+        "--queue",
+        rq["queue"],
+        *evaluation_flags,
+    ]
     log = open(tmp_path / "coordinator.log", "w")
-    coordinator = subprocess.Popen([sys.executable, "-m", "training", *args], cwd=ROOT, env=evaluation_env,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    coordinator = subprocess.Popen(
+        [sys.executable, "-m", "training", *args],
+        cwd=ROOT,
+        env=evaluation_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     worker = rq["start_worker"]()
     registry = StartedJobRegistry(rq["queue"], connection=rq["connection"])
     try:

@@ -1,4 +1,5 @@
 """The in-process scheduler of evaluations: episodes that ran out of GPU memory beside others run again alone."""
+
 import importlib
 import json
 from pathlib import Path
@@ -13,13 +14,20 @@ PROBLEM = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x)
 
 
 def requests(names, folder):
-    return [EpisodeRequest(arm="strict", problem=BenchProblem(level=1, problem_id=i, name=name, code=PROBLEM).to_json(),
-                           policy="stand-in", policy_options={"folder": str(folder)})
-            for i, name in enumerate(names, 1)]
+    return [
+        EpisodeRequest(
+            arm="strict",
+            problem=BenchProblem(level=1, problem_id=i, name=name, code=PROBLEM).to_json(),
+            policy="stand-in",
+            policy_options={"folder": str(folder)},
+        )
+        for i, name in enumerate(names, 1)
+    ]
 
 
 def test_an_episode_out_of_gpu_memory_beside_others_runs_again_alone_and_only_its_alone_result_is_stored(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # The job runs in spawned processes, which import it by name from the parent's sys.path.
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     memory_contention_job = importlib.import_module("memory_contention_job")
@@ -50,7 +58,9 @@ def test_out_of_memory_is_read_from_the_error_or_the_verdict_log_and_never_from_
 
 def test_a_re_timing_out_of_gpu_memory_runs_again_alone_though_its_stored_verdict_is_correct():
     # A re-timing whose evaluation broke keeps the stored (correct) verdict and puts the reason beside it.
-    oom = "InvalidProblem: importing the problem failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB"
+    oom = (
+        "InvalidProblem: importing the problem failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB"
+    )
     kept = {"correct": True, "log": ""}
     assert runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": oom}}})
     assert not runner.out_of_gpu_memory({"result": {"verdict": kept, "extra": {"retime_error": "SyntaxError: x"}}})
@@ -59,8 +69,15 @@ def test_a_re_timing_out_of_gpu_memory_runs_again_alone_though_its_stored_verdic
 
 def test_each_request_carries_one_episode_record_with_its_arm_settings_on_the_evaluation_device(tmp_path):
     from training.evaluation.jobs import episodes_of
-    spec = {"device": "cpu", "max_turns": 5, "wall_clock_s": None, "context_tokens": 8192, "response_tokens": 64,
-            "arms": {"strict": {"device": "cpu", "strict": True}, "relaxed": {"device": "cpu", "strict": False}}}
+
+    spec = {
+        "device": "cpu",
+        "max_turns": 5,
+        "wall_clock_s": None,
+        "context_tokens": 8192,
+        "response_tokens": 64,
+        "arms": {"strict": {"device": "cpu", "strict": True}, "relaxed": {"device": "cpu", "strict": False}},
+    }
     folder = EvalFolder(tmp_path / "out").open({"policy": "heuristic"}, resume=False)
     problem = BenchProblem(level=1, problem_id=1, name="1_Copy", code=PROBLEM)
     pending, done = runner.pending_requests(folder, [problem], episodes_of(spec), "heuristic", {})

@@ -1,4 +1,5 @@
 """Run configs: YAML into dataclasses, with errors that name the key, and --set overrides."""
+
 import pytest
 
 from training.rl import config as run_config
@@ -56,8 +57,8 @@ def test_overrides_set_dotted_keys_and_are_validated(tmp_path):
 
 def test_the_episode_section_is_the_agent_episode_record_with_the_run_defaults(tmp_path):
     from agent.loop import EpisodeConfig
-    config = run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {max_turns: 3, "
-                                             "eval: {trials: 2}}\n"))
+
+    config = run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {max_turns: 3, eval: {trials: 2}}\n"))
     assert isinstance(config.episode, EpisodeConfig)
     # keys left out keep the run's defaults (not the agent's, which suit a served model on a GPU)
     assert (config.episode.device, config.episode.max_turns, config.episode.response_tokens) == ("cpu", 3, 256)
@@ -65,9 +66,14 @@ def test_the_episode_section_is_the_agent_episode_record_with_the_run_defaults(t
     # what episodes and rollout jobs receive: the agent's record, without the actor's sampling temperature
     sent = config.episode.episode(max_turns=12).to_json()
     assert "temperature" not in sent
-    assert EpisodeConfig.from_json(sent) == EpisodeConfig(device="cpu", max_turns=12, context_tokens=16384,
-                                                          response_tokens=256, bash_timeout_s=60.0,
-                                                          eval=EvalConfig(device="cpu", trials=2))
+    assert EpisodeConfig.from_json(sent) == EpisodeConfig(
+        device="cpu",
+        max_turns=12,
+        context_tokens=16384,
+        response_tokens=256,
+        bash_timeout_s=60.0,
+        eval=EvalConfig(device="cpu", trials=2),
+    )
 
 
 def test_setting_the_episode_device_moves_the_sandbox_settings_with_it(tmp_path):

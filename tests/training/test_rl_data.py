@@ -1,6 +1,7 @@
 """The data build (training/rl/data.py): tasks de-duplicated by fingerprint, teacher trajectories over the threshold
 kept, and a split by task whose held-out side never leaks into training, neither as a task nor as a trajectory,
 nor through a duplicate under another name; the run's task loader keeps the build's split."""
+
 import json
 import os
 import subprocess
@@ -22,8 +23,9 @@ def source(k):
 
 
 def teacher(name, reward):
-    return Trajectory(problem=f"{name}.py", device="cpu", policy="heuristic",
-                      verdict={"reward": reward, "correct": reward >= 1})
+    return Trajectory(
+        problem=f"{name}.py", device="cpu", policy="heuristic", verdict={"reward": reward, "correct": reward >= 1}
+    )
 
 
 def rows(n):
@@ -84,11 +86,29 @@ def test_the_data_command_runs_the_teacher_and_keeps_held_out_trajectories_out(t
     tasks_file.write_text("".join(json.dumps(r) + "\n" for r in source_rows))
     fingerprints = [data.fingerprint_of(r) for r in toy]
     # a seed that puts the two tasks on different sides, so that both are exercised
-    seed = next(s for s in range(100) if data.held_out_side(fingerprints[0], 0.5, s)
-                != data.held_out_side(fingerprints[1], 0.5, s))
+    seed = next(
+        s
+        for s in range(100)
+        if data.held_out_side(fingerprints[0], 0.5, s) != data.held_out_side(fingerprints[1], 0.5, s)
+    )
     out = tmp_path / "data"
-    command = [sys.executable, "-m", "training", "data", "training/configs/toy.yaml", "--tasks", str(tasks_file),
-               "--out", str(out), "--held-out", "0.5", "--set", f"seed={seed}", "--set", "rollouts.workers=2"]
+    command = [
+        sys.executable,
+        "-m",
+        "training",
+        "data",
+        "training/configs/toy.yaml",
+        "--tasks",
+        str(tasks_file),
+        "--out",
+        str(out),
+        "--held-out",
+        "0.5",
+        "--set",
+        f"seed={seed}",
+        "--set",
+        "rollouts.workers=2",
+    ]
     env = {**os.environ, "KS_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -96,13 +116,14 @@ def test_the_data_command_runs_the_teacher_and_keeps_held_out_trajectories_out(t
     assert summary["duplicates"] == 2 and summary["tasks"] == 2 and summary["complete"]
     assert summary["splits"] == {"train": 1, "held_out": 1}, summary
     built = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
-    held, = [r["name"] for r in built if r["split"] == "held_out"]
-    trained, = [r["name"] for r in built if r["split"] == "train"]
+    (held,) = [r["name"] for r in built if r["split"] == "held_out"]
+    (trained,) = [r["name"] for r in built if r["split"] == "train"]
     kept = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert [Path(t["problem"]).stem for t in kept] == [trained] and kept[0]["verdict"]["reward"] >= 1
     # run again: every episode is stored, nothing runs, the same data comes out
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "episodes:" not in again.stdout
-    assert [json.loads(line)["split"] for line in (out / "tasks.jsonl").read_text().splitlines()] == \
-        [r["split"] for r in built]
+    assert [json.loads(line)["split"] for line in (out / "tasks.jsonl").read_text().splitlines()] == [
+        r["split"] for r in built
+    ]
     assert held != trained

@@ -1,6 +1,7 @@
 """The learner under several processes: minibatch counts every rank agrees on, statistics pooled over ranks (the
 logged step covers every rank's episodes, the guards decide alike everywhere), checked by hand and with two real
 processes over torch.distributed (gloo on the CPU, as `accelerate launch` runs them)."""
+
 import json
 import os
 import socket
@@ -21,11 +22,17 @@ def test_a_rank_with_fewer_items_wraps_around_and_steps_as_often_as_the_busiest(
 
 
 def test_episodes_are_pooled_and_update_statistics_reduced_over_ranks():
-    rank0 = ({"entropy": 1.0, "ratio_min": 0.8, "ratio_max": 1.5, "policy_tokens": 10},
-             [{"verdict": {"reward": 3.0, "correct": True, "speedup_vs_eager": 2.0}, "turns": 2, "response_tokens": 4}])
-    rank1 = ({"entropy": 2.0, "ratio_min": 0.6, "ratio_max": 1.2, "policy_tokens": 30},
-             [{"verdict": {"reward": -1.0, "correct": False}, "turns": 6, "response_tokens": 8},
-              {"verdict": {"reward": 1.0, "correct": True, "speedup_vs_eager": 1.1}, "turns": 4, "response_tokens": 6}])
+    rank0 = (
+        {"entropy": 1.0, "ratio_min": 0.8, "ratio_max": 1.5, "policy_tokens": 10},
+        [{"verdict": {"reward": 3.0, "correct": True, "speedup_vs_eager": 2.0}, "turns": 2, "response_tokens": 4}],
+    )
+    rank1 = (
+        {"entropy": 2.0, "ratio_min": 0.6, "ratio_max": 1.2, "policy_tokens": 30},
+        [
+            {"verdict": {"reward": -1.0, "correct": False}, "turns": 6, "response_tokens": 8},
+            {"verdict": {"reward": 1.0, "correct": True, "speedup_vs_eager": 1.1}, "turns": 4, "response_tokens": 6},
+        ],
+    )
     merged = merge_process_stats([rank0, rank1])
     assert merged["entropy"] == 1.5 and merged["ratio_min"] == 0.6 and merged["ratio_max"] == 1.5
     assert merged["policy_tokens"] == 40
@@ -40,10 +47,24 @@ def test_two_processes_with_uneven_batches_finish_the_update_in_step_and_log_the
         port = s.getsockname()[1]
     procs = []
     for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"}
-        procs.append(subprocess.Popen([sys.executable, str(TESTS / "training" / "distributed_probe.py"), str(TESTS)],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(TESTS / "training" / "distributed_probe.py"), str(TESTS)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = []
     try:
         for proc in procs:

@@ -1,4 +1,5 @@
 """GAE over multi-turn token sequences and the masked statistics, against values computed by hand."""
+
 import math
 
 import pytest
@@ -43,7 +44,7 @@ def test_masked_statistics_ignore_masked_entries():
     white = masked_whiten(x, mask)
     assert white[0, 3].item() == 0.0
     assert masked_mean(white, mask).item() == pytest.approx(0.0, abs=1e-6)
-    assert masked_mean(white ** 2, mask).item() == pytest.approx(1.0, rel=1e-4)
+    assert masked_mean(white**2, mask).item() == pytest.approx(1.0, rel=1e-4)
 
 
 def test_explained_variance_is_one_for_a_perfect_critic_and_zero_for_a_constant():

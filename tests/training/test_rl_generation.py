@@ -1,6 +1,7 @@
 """Batched generation (training/rl/generation.py) answers as one-at-a-time generation does: at temperature 0 the
 same tokens and log-probs for prompts of different lengths, on tiny randomly initialised Qwen2 and Llama models
 saved and loaded like any checkpoint; episodes asking from their own threads share batches."""
+
 import threading
 
 import pytest
@@ -10,21 +11,38 @@ from agent.policies.transformers_policy import TransformersPolicy
 from training.rl.generation import BatchedGenerator
 from training.rl.models import train_tokenizer
 
-TEXTS = ["__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; }",
-         "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n",
-         "verify compile submit read_file write_file problem.py kernels/add.cu binding.cpp"] * 3
-PROMPTS = ["def forward(self, x):", "__global__ void relu(float* x)", "import torch", "verify the kernel, then submit",
-           "x"]
+TEXTS = [
+    "__global__ void add(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; }",
+    "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n",
+    "verify compile submit read_file write_file problem.py kernels/add.cu binding.cpp",
+] * 3
+PROMPTS = [
+    "def forward(self, x):",
+    "__global__ void relu(float* x)",
+    "import torch",
+    "verify the kernel, then submit",
+    "x",
+]
 
 
 @pytest.fixture(scope="module", params=["qwen2", "llama"])
 def checkpoint(request, tmp_path_factory):
     from transformers import AutoConfig, AutoModelForCausalLM
+
     tokenizer = train_tokenizer(TEXTS, 300)
-    config = AutoConfig.for_model(request.param, vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                  max_position_embeddings=256, eos_token_id=tokenizer.eos_token_id,
-                                  pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    config = AutoConfig.for_model(
+        request.param,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp(request.param)
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)

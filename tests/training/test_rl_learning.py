@@ -6,6 +6,7 @@ environment appends a tool-result token; the policy answers again. Turn 1 earns 
 earns 1 for token c + 6 (rewards on each turn's token, the tool-result token masked out). A uniform policy over
 the 12 tokens earns 2/12 on average; the best one earns 2.
 """
+
 import torch
 
 from training.rl.config import PPOConfig
@@ -18,9 +19,19 @@ VOCAB, BOS, TOOL = 12, 0, 11
 
 def tiny_models(seed):
     from transformers import LlamaConfig, LlamaForCausalLM, LlamaModel
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=16,
-                         pad_token_id=BOS, bos_token_id=None, eos_token_id=None)
+
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16,
+        pad_token_id=BOS,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config), ValueModel(LlamaModel(config))
 
@@ -40,19 +51,32 @@ def rollout(actor, contexts, generator):
     ids = torch.cat([ids, second], 1)
     r1 = (first[:, 0] == contexts + 3).float()
     r2 = (second[:, 0] == contexts + 6).float()
-    samples = [Sample(row.tolist(), [0, 0, 1, 0, 1], [0.0] * 5, [0.0, 0.0, a, 0.0, b])
-               for row, a, b in zip(ids, r1.tolist(), r2.tolist())]
+    samples = [
+        Sample(row.tolist(), [0, 0, 1, 0, 1], [0.0] * 5, [0.0, 0.0, a, 0.0, b])
+        for row, a, b in zip(ids, r1.tolist(), r2.tolist())
+    ]
     return samples, (r1 + r2).mean().item()
 
 
 def test_ppo_raises_the_mean_reward_of_a_tiny_model_on_a_toy_environment():
     from accelerate import Accelerator
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         actor, critic = tiny_models(seed=0)
-        cfg = PPOConfig(gamma=1.0, lam=0.95, clip=0.2, value_clip=0.5, lr=3e-3, critic_lr=3e-3, epochs=2,
-                        minibatch_size=16, entropy_coef=0.0, max_grad_norm=1.0)
+        cfg = PPOConfig(
+            gamma=1.0,
+            lam=0.95,
+            clip=0.2,
+            value_clip=0.5,
+            lr=3e-3,
+            critic_lr=3e-3,
+            epochs=2,
+            minibatch_size=16,
+            entropy_coef=0.0,
+            max_grad_norm=1.0,
+        )
         actor_opt = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
         critic_opt = torch.optim.AdamW(critic.parameters(), lr=cfg.critic_lr)
         accelerator = Accelerator(cpu=True)
@@ -62,8 +86,11 @@ def test_ppo_raises_the_mean_reward_of_a_tiny_model_on_a_toy_environment():
         for _ in range(25):
             samples, mean_reward = rollout(actor, contexts, generator)
             curve.append(mean_reward)
-            stats.append(update(actor, critic, Batch.collate(samples), cfg, actor_opt, critic_opt, accelerator,
-                                generator=generator))
+            stats.append(
+                update(
+                    actor, critic, Batch.collate(samples), cfg, actor_opt, critic_opt, accelerator, generator=generator
+                )
+            )
         _, final = rollout(actor, contexts, generator)
     finally:
         torch.set_num_threads(threads)

@@ -1,5 +1,6 @@
 """Packed fine-tuning rows (tokens.pack) give every sample the log-probs it has alone, so RFT's loss is the same
 packed or not; the learning-rate schedule warms up, then holds or decays along a cosine to its floor."""
+
 import itertools
 
 import pytest
@@ -14,9 +15,20 @@ from training.rl.tokens import Batch, Sample, pack
 
 def tiny(arch):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
-    config = AutoConfig.for_model(arch, vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                  pad_token_id=0, bos_token_id=None, eos_token_id=1)
+
+    config = AutoConfig.for_model(
+        arch,
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=None,
+        eos_token_id=1,
+    )
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(config).eval(), ValueModel(AutoModel.from_config(config)).eval()
 
@@ -48,7 +60,7 @@ def test_a_packed_row_gives_each_sample_its_own_log_probs_and_values(arch):
         found = 0
         for r, row in enumerate(rows):
             for start in (i for i, p in enumerate(row.positions) if p == 0):
-                if row.token_ids[start:start + len(sample.token_ids)] == sample.token_ids:
+                if row.token_ids[start : start + len(sample.token_ids)] == sample.token_ids:
                     span = slice(start + 1, start + len(sample.token_ids))
                     assert torch.allclose(packed[r, span], mine[1:], atol=1e-5)
                     assert torch.allclose(packed_values[r, span], values[1:], atol=1e-5)

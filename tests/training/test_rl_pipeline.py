@@ -1,6 +1,7 @@
 """End to end on the CPU: `python -m training train training/configs/toy.yaml` through every stage with real
 episodes of the agent loop rewarded by the sandbox, then a resumed run that continues PPO where it stopped;
 and rollouts as jobs on an RQ queue served by a real worker."""
+
 import json
 import os
 import subprocess
@@ -11,8 +12,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHORT = ["--set", "episode.max_turns=2", "--set", "single_turn.steps=1", "--set", "rft.epochs=1",
-         "--set", "value.max_epochs=2", "--set", "eval_episodes=1"]
+SHORT = [
+    "--set",
+    "episode.max_turns=2",
+    "--set",
+    "single_turn.steps=1",
+    "--set",
+    "rft.epochs=1",
+    "--set",
+    "value.max_epochs=2",
+    "--set",
+    "eval_episodes=1",
+]
 
 
 @pytest.fixture
@@ -21,9 +32,25 @@ def env(tmp_path):
 
 
 def train(run_dir, env, *extra):
-    return subprocess.run([sys.executable, "-m", "training", "train", "training/configs/toy.yaml", "--run-dir",
-                           str(run_dir), "-q", *SHORT, *extra], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training",
+            "train",
+            "training/configs/toy.yaml",
+            "--run-dir",
+            str(run_dir),
+            "-q",
+            *SHORT,
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def records(run_dir):
@@ -35,12 +62,26 @@ def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path
     first = train(run_dir, env, "--set", "ppo.steps=1", "--set", "eval_after=[rft,value,ppo]")
     assert first.returncode == 0, first.stderr[-3000:]
     stages = [r["stage"] for r in records(run_dir)]
-    assert stages == ["single_turn", "rft", "eval", "value", "value", "eval", "ppo", "eval"] or \
-        stages == ["single_turn", "rft", "eval", "value", "eval", "ppo", "eval"], stages
-    assert [(r["after"], r["ppo_steps"]) for r in records(run_dir) if r["stage"] == "eval"] == \
-        [("rft", 0), ("value", 0), ("ppo", 1)]
-    for stage, kinds in {"single_turn": ("actor", "critic"), "rft": ("actor",), "value": ("critic",),
-                         "ppo": ("actor", "critic")}.items():
+    assert stages == ["single_turn", "rft", "eval", "value", "value", "eval", "ppo", "eval"] or stages == [
+        "single_turn",
+        "rft",
+        "eval",
+        "value",
+        "eval",
+        "ppo",
+        "eval",
+    ], stages
+    assert [(r["after"], r["ppo_steps"]) for r in records(run_dir) if r["stage"] == "eval"] == [
+        ("rft", 0),
+        ("value", 0),
+        ("ppo", 1),
+    ]
+    for stage, kinds in {
+        "single_turn": ("actor", "critic"),
+        "rft": ("actor",),
+        "value": ("critic",),
+        "ppo": ("actor", "critic"),
+    }.items():
         for kind in kinds:
             assert (run_dir / "checkpoints" / stage / "step-0" / kind / "config.json").is_file(), (stage, kind)
         assert list((run_dir / "tensorboard" / stage).glob("events.out.tfevents.*")), stage
@@ -74,9 +115,24 @@ def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path
 
 
 def test_a_bad_config_is_an_error_that_names_the_key(tmp_path, env):
-    result = subprocess.run([sys.executable, "-m", "training", "train", "training/configs/toy.yaml", "--run-dir",
-                             str(tmp_path / "run"), "--set", "ppo.cliip=0.1"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training",
+            "train",
+            "training/configs/toy.yaml",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--set",
+            "ppo.cliip=0.1",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "unknown key(s) ppo.cliip" in result.stderr
     assert not (tmp_path / "run").exists()
 
@@ -88,30 +144,48 @@ def test_rollouts_run_as_jobs_on_an_rq_queue_with_the_pushed_actor(tmp_path, env
     from training.rl.models import base_checkpoint, load_actor, load_tokenizer
     from training.rl.rollouts import Rollouts
     from training.rl.tasks import load as load_tasks
+
     monkeypatch.setenv("KS_CACHE_DIR", env["KS_CACHE_DIR"])
     queue = f"test-rl-{uuid.uuid4().hex[:8]}"
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")  # the worker's and the trainer's alike
-    config = run_config.override(run_config.load(ROOT / "training/configs/toy.yaml"), [
-        f"run_dir={tmp_path}", "rollouts.backend=rq", f"rollouts.queue={queue}", f"rollouts.redis_url={redis_url}",
-        "episode.max_turns=1", "rollouts.job_timeout_s=600"])
+    config = run_config.override(
+        run_config.load(ROOT / "training/configs/toy.yaml"),
+        [
+            f"run_dir={tmp_path}",
+            "rollouts.backend=rq",
+            f"rollouts.queue={queue}",
+            f"rollouts.redis_url={redis_url}",
+            "episode.max_turns=1",
+            "rollouts.job_timeout_s=600",
+        ],
+    )
     config.tasks.source = str(ROOT / config.tasks.source)
     train_set, _ = load_tasks(config.tasks, tmp_path / "tasks")
     base = base_checkpoint(config.model, tmp_path / "base", [t.source for t in train_set])
     rollouts = Rollouts(config, tmp_path, load_tokenizer(base))
     rollouts.sync(load_actor(base))
     jobs = rollouts.enqueue(train_set[:1], "actor", [tmp_path / "episodes" / "0"])
-    worker = subprocess.run([str(Path(sys.executable).with_name("rq")), "worker", queue, "--burst", "--url",
-                             redis_url], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    worker = subprocess.run(
+        [str(Path(sys.executable).with_name("rq")), "worker", queue, "--burst", "--url", redis_url],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     try:
-        trajectory, = rollouts.gather(jobs)
+        (trajectory,) = rollouts.gather(jobs)
     finally:
         Redis.from_url(redis_url).delete(f"rq:queue:{queue}")
     assert not isinstance(trajectory, str), trajectory + worker.stderr[-2000:]
     assert trajectory.policy == "transformers" and trajectory.verdict["reward"] == -1
     turn = trajectory.turns[0]
-    assert turn.prompt_token_ids and turn.response_token_ids and len(turn.response_logprobs) == len(
-        turn.response_token_ids)
-    sample, = tokens.samples(trajectory, rollouts.tokenizer)
+    assert (
+        turn.prompt_token_ids
+        and turn.response_token_ids
+        and len(turn.response_logprobs) == len(turn.response_token_ids)
+    )
+    (sample,) = tokens.samples(trajectory, rollouts.tokenizer)
     assert sum(sample.mask) == len(turn.response_token_ids) and sample.rewards[-1] == -1
 
 

@@ -1,4 +1,5 @@
 """PPO's losses against hand-computed values, and the loss masks: environment tokens never carry a gradient."""
+
 import math
 
 import pytest

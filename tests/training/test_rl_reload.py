@@ -1,6 +1,7 @@
 """An external policy server (`rollouts.base_url`) is refused for the actor's episodes unless it reloads the pushed
 weights; the vLLM reload walks vLLM's documented RLHF weight-update endpoints in order, and a server without them
 is an error that says how to start it."""
+
 import json
 import os
 import subprocess
@@ -30,15 +31,30 @@ def test_ppo_against_a_server_that_does_not_reload_is_refused_naming_the_fix():
 
 
 def test_the_train_command_refuses_it_before_any_stage_runs(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "training", "train", "training/configs/toy.yaml", "--run-dir",
-                             str(tmp_path / "run"), *[a for kv in EXTERNAL for a in ("--set", kv)]], cwd=ROOT,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training",
+            "train",
+            "training/configs/toy.yaml",
+            "--run-dir",
+            str(tmp_path / "run"),
+            *[a for kv in EXTERNAL for a in ("--set", kv)],
+        ],
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "rollouts.reload: vllm" in result.stderr
     assert not (tmp_path / "run").exists()
 
 
 class Recorder(BaseHTTPRequestHandler):
     """An HTTP server answering as vLLM's development endpoints do (200 and an empty body), recording the calls."""
+
     calls, missing = [], set()
 
     def do_POST(self):
@@ -67,8 +83,12 @@ def server():
 def test_the_vllm_reload_sleeps_wakes_the_weights_reloads_them_then_the_cache(server):
     reload_vllm(server + "/v1", api_key="secret")
     assert [(path, body) for path, body, _ in Recorder.calls] == [
-        ("/sleep?level=2", None), ("/wake_up?tags=weights", None), ("/collective_rpc", {"method": "reload_weights"}),
-        ("/wake_up?tags=kv_cache", None), ("/reset_prefix_cache", None)]
+        ("/sleep?level=2", None),
+        ("/wake_up?tags=weights", None),
+        ("/collective_rpc", {"method": "reload_weights"}),
+        ("/wake_up?tags=kv_cache", None),
+        ("/reset_prefix_cache", None),
+    ]
     assert {auth for _, _, auth in Recorder.calls} == {"Bearer secret"}
 
 

@@ -1,5 +1,6 @@
 """The run's task sets: KernelBench rows and synthesized datasets load into files split once into training and
 held-out sets, with names kept apart and filters that say what to change when they leave nothing."""
+
 import json
 
 import pytest
@@ -11,11 +12,23 @@ from training.synthesis.dataset import TaskRecord
 
 
 def synthesized(index, name):
-    return TaskRecord(task_id=f"d2ce98d8-{index:06d}", name=name, source=f"class Model:  # task {index}\n    pass\n",
-                      seeds=["F.gelu"], op_classes=["activation"], fusion_depth=1,
-                      inputs=[{"shape": [2, 8], "dtype": "float32"}], outputs={"shape": [2, 8], "dtype": "float32"},
-                      dtype="float32", device="cpu", eager_ms=12.0, compiled_ms=6.0, compile_s=3.0,
-                      fingerprint=f"graph:{index}", verdicts=[{"filter": "runs", "passed": True, "reason": ""}])
+    return TaskRecord(
+        task_id=f"d2ce98d8-{index:06d}",
+        name=name,
+        source=f"class Model:  # task {index}\n    pass\n",
+        seeds=["F.gelu"],
+        op_classes=["activation"],
+        fusion_depth=1,
+        inputs=[{"shape": [2, 8], "dtype": "float32"}],
+        outputs={"shape": [2, 8], "dtype": "float32"},
+        dtype="float32",
+        device="cpu",
+        eager_ms=12.0,
+        compiled_ms=6.0,
+        compile_s=3.0,
+        fingerprint=f"graph:{index}",
+        verdicts=[{"filter": "runs", "passed": True, "reason": ""}],
+    )
 
 
 def test_a_synthesized_dataset_loads_whole_with_tasks_of_one_name_kept_apart(tmp_path):

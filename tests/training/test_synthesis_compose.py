@@ -1,5 +1,6 @@
 """Composition: stacked seeds make KernelBench-format problems whose shapes flow; they parse and run; sizes
 rescale; the LLM-assisted composer takes a problem from an OpenAI-compatible endpoint."""
+
 import ast
 import json
 import random
@@ -11,8 +12,7 @@ import pytest
 import torch
 
 from agent.policies.openai import OpenAIPolicy
-from training.synthesis.compose import (CompositionError, LLMComposer, batch_of, compose, draw_depth, rescale,
-                                        trace)
+from training.synthesis.compose import CompositionError, LLMComposer, batch_of, compose, draw_depth, rescale, trace
 from training.synthesis.seeds import catalogue
 
 
@@ -49,8 +49,9 @@ def test_parameters_are_sized_to_fit_the_running_shape(seeds):
     linear = [s for s in seeds if s.name == "nn.Linear"]
     conv = [s for s in seeds if s.name == "nn.Conv2d"]
     for i in range(5):
-        candidate = compose(random.Random(i), conv + linear + [s for s in seeds if s.name == "torch.flatten"], "tiny",
-                            depth=3)
+        candidate = compose(
+            random.Random(i), conv + linear + [s for s in seeds if s.name == "torch.flatten"], "tiny", depth=3
+        )
         out, model, inputs = trace(candidate.source, "cpu")
         assert out.shape[0] == inputs[0].shape[0]
 
@@ -76,6 +77,7 @@ def test_an_unknown_class_is_a_composition_error(seeds):
 
 class _Endpoint(BaseHTTPRequestHandler):
     """An OpenAI-compatible endpoint on loopback answering every completion with the queued reply."""
+
     replies, requests = [], []
 
     def do_POST(self):  # noqa: N802 -- http.server's naming
@@ -105,15 +107,29 @@ def completion(message):
     return {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {}}
 
 
-LLM_SOURCE = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-              "        return torch.tanh(torch.relu(x))\n\nbatch_size = 4\n\ndef get_inputs():\n"
-              "    return [torch.randn(batch_size, 32)]\n\ndef get_init_inputs():\n    return []\n")
+LLM_SOURCE = (
+    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+    "        return torch.tanh(torch.relu(x))\n\nbatch_size = 4\n\ndef get_inputs():\n"
+    "    return [torch.randn(batch_size, 32)]\n\ndef get_init_inputs():\n    return []\n"
+)
 
 
 def test_the_llm_composer_asks_for_the_drawn_seeds_and_takes_the_submitted_file(seeds, endpoint):
     url, handler = endpoint
-    handler.replies.append(completion({"content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
-        "name": "submit_problem", "arguments": json.dumps({"source": LLM_SOURCE})}}]}))
+    handler.replies.append(
+        completion(
+            {
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "submit_problem", "arguments": json.dumps({"source": LLM_SOURCE})},
+                    }
+                ],
+            }
+        )
+    )
     composer = LLMComposer(OpenAIPolicy(model="m", base_url=url, retries=0))
     candidate = composer.compose(random.Random(1), seeds, depth=2)
     assert candidate.source == LLM_SOURCE and candidate.composer == "llm" and candidate.depth == 2
@@ -124,8 +140,10 @@ def test_the_llm_composer_asks_for_the_drawn_seeds_and_takes_the_submitted_file(
 
 def test_the_llm_composer_takes_a_fenced_file_and_rejects_a_reply_without_one(seeds, endpoint):
     url, handler = endpoint
-    handler.replies += [completion({"content": f"Here it is:\n```python\n{LLM_SOURCE}```"}),
-                        completion({"content": "I cannot do that."})]
+    handler.replies += [
+        completion({"content": f"Here it is:\n```python\n{LLM_SOURCE}```"}),
+        completion({"content": "I cannot do that."}),
+    ]
     composer = LLMComposer(OpenAIPolicy(model="m", base_url=url, retries=0))
     assert composer.compose(random.Random(2), seeds, depth=1).source == LLM_SOURCE
     with pytest.raises(CompositionError, match="without a problem file"):

@@ -1,5 +1,6 @@
 """The dataset files: versioned records that round-trip, runs that resume past a line cut by a crash, a summary of
 what each filter removed and of the kept set, and runs that refuse to continue under other settings."""
+
 import json
 
 import pytest
@@ -11,11 +12,23 @@ from training.synthesis.runner import Run
 
 
 def task(index, classes=("activation",), depth=1, eager_ms=2.0):
-    return TaskRecord(task_id=f"r-{index:06d}", name=f"t{index}", source="class Model: ...", seeds=["F.gelu"] * depth,
-                      op_classes=list(classes), fusion_depth=depth, inputs=[{"shape": [2, 8], "dtype": "float32"}],
-                      outputs={"shape": [2, 8], "dtype": "float32"}, dtype="float32", device="cpu",
-                      eager_ms=eager_ms, compiled_ms=eager_ms / 2, compile_s=3.0, fingerprint=f"graph:{index}",
-                      verdicts=[{"filter": "runs", "passed": True, "reason": ""}])
+    return TaskRecord(
+        task_id=f"r-{index:06d}",
+        name=f"t{index}",
+        source="class Model: ...",
+        seeds=["F.gelu"] * depth,
+        op_classes=list(classes),
+        fusion_depth=depth,
+        inputs=[{"shape": [2, 8], "dtype": "float32"}],
+        outputs={"shape": [2, 8], "dtype": "float32"},
+        dtype="float32",
+        device="cpu",
+        eager_ms=eager_ms,
+        compiled_ms=eager_ms / 2,
+        compile_s=3.0,
+        fingerprint=f"graph:{index}",
+        verdicts=[{"filter": "runs", "passed": True, "reason": ""}],
+    )
 
 
 def test_records_round_trip_through_json():
@@ -42,10 +55,12 @@ def test_a_resumed_run_drops_a_line_cut_by_a_crash_and_appends_after_whole_lines
 
 def test_the_summary_counts_removals_and_describes_the_kept_set():
     kept = [task(0, ("convolution", "activation"), 2, 3.0), task(1, ("activation",), 1, 40.0)]
-    attempts = [Attempt(0, "t0", [], kept[0].op_classes, 2, "program", True, [], exec_s=4.0, pipeline_s=0.5),
-                Attempt(1, "t1", [], kept[1].op_classes, 1, "program", True, [], exec_s=4.0, pipeline_s=0.5),
-                Attempt(2, "x", [], [], 3, "program", False, [], "compiles", exec_s=2.0, pipeline_s=0.5),
-                Attempt(3, "y", [], [], 1, "program", False, [], "not_duplicate", exec_s=0.0, pipeline_s=0.5)]
+    attempts = [
+        Attempt(0, "t0", [], kept[0].op_classes, 2, "program", True, [], exec_s=4.0, pipeline_s=0.5),
+        Attempt(1, "t1", [], kept[1].op_classes, 1, "program", True, [], exec_s=4.0, pipeline_s=0.5),
+        Attempt(2, "x", [], [], 3, "program", False, [], "compiles", exec_s=2.0, pipeline_s=0.5),
+        Attempt(3, "y", [], [], 1, "program", False, [], "not_duplicate", exec_s=0.0, pipeline_s=0.5),
+    ]
     summary = summarize(attempts, kept, wall_s=12.0)
     assert summary["attempts"] == 4 and summary["kept"] == 2 and summary["kept_share"] == 0.5
     assert summary["removed_by"] == {"compiles": 1, "not_duplicate": 1}

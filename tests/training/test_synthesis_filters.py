@@ -1,5 +1,6 @@
 """Each execution filter rejects a task built to violate it, run for real in the sandbox's jail on the CPU,
 and a task that violates none passes them all (torch.compile included)."""
+
 import multiprocessing
 import textwrap
 
@@ -13,13 +14,14 @@ from training.synthesis.filters import FILTERS, eager_window, not_dominated
 from training.synthesis.pipeline import probe_source, synthesize_one
 
 # A window that any tiny CPU problem is inside: only the filter under test can reject.
-WIDE = RunConfig(device="cpu", profile="tiny", window_ms=(0.0, 10_000.0), max_share=0.9, time_budget_s=0.05,
-                 timeout_s=300.0)
+WIDE = RunConfig(
+    device="cpu", profile="tiny", window_ms=(0.0, 10_000.0), max_share=0.9, time_budget_s=0.05, timeout_s=300.0
+)
 
 
 def problem(forward, inputs="torch.randn(batch_size, 64)", init=""):
     init_lines = textwrap.indent(textwrap.dedent(init).strip(), " " * 8) if init.strip() else ""
-    return textwrap.dedent('''
+    return textwrap.dedent("""
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -43,8 +45,7 @@ def problem(forward, inputs="torch.randn(batch_size, 64)", init=""):
 
         def get_init_inputs():
             return []
-        ''').format(init=init_lines, forward=textwrap.indent(textwrap.dedent(forward).strip(), " " * 8),
-                    inputs=inputs)
+        """).format(init=init_lines, forward=textwrap.indent(textwrap.dedent(forward).strip(), " " * 8), inputs=inputs)
 
 
 @pytest.fixture(scope="module")
@@ -77,11 +78,14 @@ def test_it_rejects_dropout_in_training_mode_as_nondeterministic():
     assert name == "deterministic" and "not deterministic" in reason
 
 
-@pytest.mark.parametrize("forward, reason", [
-    ("return torch.zeros_like(x) + 3.0", "the output is constant"),
-    ("return torch.ones(x.shape[0], 4) * torch.arange(4.0)", "the output does not depend on the inputs"),
-    ("return torch.relu(x) - torch.relu(-x)", "the output equals input 0"),
-])
+@pytest.mark.parametrize(
+    "forward, reason",
+    [
+        ("return torch.zeros_like(x) + 3.0", "the output is constant"),
+        ("return torch.ones(x.shape[0], 4) * torch.arange(4.0)", "the output does not depend on the inputs"),
+        ("return torch.relu(x) - torch.relu(-x)", "the output equals input 0"),
+    ],
+)
 def test_it_rejects_a_trivial_task(forward, reason):
     verdicts, _ = probe_source(problem(forward), WIDE)
     assert failed(verdicts) == ("not_trivial", reason)
@@ -93,8 +97,12 @@ def test_it_rejects_a_kernelbench_problem_spelled_another_way(tmp_path, manager)
     write_jsonl(subset, [relu.to_json()])
     index = kernelbench_index(subset)
     # Another size, another spelling (F.relu on a 3-D input instead of torch.relu): the same graph.
-    verdicts, _ = probe_source(problem("return F.relu(x)", inputs="torch.randn(batch_size, 16, 32)"), WIDE,
-                               LocalClaims(manager, index), owner="mine")
+    verdicts, _ = probe_source(
+        problem("return F.relu(x)", inputs="torch.randn(batch_size, 16, 32)"),
+        WIDE,
+        LocalClaims(manager, index),
+        owner="mine",
+    )
     assert failed(verdicts) == ("not_duplicate", "same graph as KernelBench level 1/19_ReLU")
 
 
@@ -115,8 +123,11 @@ def test_it_rejects_a_task_outside_the_eager_window():
 
 def test_it_rejects_a_task_dominated_by_one_library_call():
     # A GEMM of 0.5 GFLOP with an add on its 128 K outputs: the GEMM is ~99% of the time.
-    source = problem("return torch.matmul(x, self.w) + 1.0", inputs="torch.randn(batch_size * 8, 2048)",
-                     init="self.w = nn.Parameter(torch.randn(2048, 2048))")
+    source = problem(
+        "return torch.matmul(x, self.w) + 1.0",
+        inputs="torch.randn(batch_size * 8, 2048)",
+        init="self.w = nn.Parameter(torch.randn(2048, 2048))",
+    )
     verdicts, _ = probe_source(source, WIDE)
     name, reason = failed(verdicts)
     assert name == "not_dominated" and reason.startswith("aten::matmul takes") and "(limit 90%)" in reason
@@ -144,8 +155,15 @@ def test_a_task_that_breaks_no_rule_passes_every_filter_with_its_times():
     source = problem("return F.layer_norm(torch.tanh(x) * 2.0, (64,))")
     verdicts, facts = probe_source(source, WIDE)
     # An untrusted source: fingerprinted in the jail, so not_duplicate follows not_trivial.
-    assert [v.filter for v in verdicts] == ["runs", "deterministic", "not_trivial", "not_duplicate", "eager_window",
-                                            "not_dominated", "compiles"]
+    assert [v.filter for v in verdicts] == [
+        "runs",
+        "deterministic",
+        "not_trivial",
+        "not_duplicate",
+        "eager_window",
+        "not_dominated",
+        "compiles",
+    ]
     assert set(FILTERS) - {v.filter for v in verdicts} == {"composes"}
     assert all(v.passed for v in verdicts), [v.to_json() for v in verdicts]
     assert facts["eager"]["median_ms"] > 0 and facts["compiled"]["median_ms"] > 0 and facts["compile_s"] > 0
@@ -156,8 +174,10 @@ def test_window_and_dominance_filters_name_their_limits():
     assert eager_window(0.5, (1.0, 100.0)).reason == "eager time 0.500 ms is under the window's 1 ms"
     assert eager_window(150.0, (1.0, 100.0)).reason == "eager time 150.000 ms is over the window's 100 ms"
     assert eager_window(50.0, (1.0, 100.0)).passed
-    rows = [{"name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", "share_pct": 95.0},
-            {"name": "triton_poi_fused_add_0", "share_pct": 5.0}]
+    rows = [
+        {"name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", "share_pct": 95.0},
+        {"name": "triton_poi_fused_add_0", "share_pct": 5.0},
+    ]
     assert not not_dominated(rows, 0.9).passed
     # A fusion-friendly kernel may take all the time: only vendor-library calls count as unbeatable.
     assert not_dominated([{"name": "aten::softmax", "share_pct": 99.0}], 0.9).passed
@@ -165,6 +185,7 @@ def test_window_and_dominance_filters_name_their_limits():
 
 def kernelbench_path():
     from sandbox.problems_file import locate
+
     path = locate()
     if path is None or not path.is_file():
         pytest.skip(f"KernelBench problems are not at {path}")

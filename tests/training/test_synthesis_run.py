@@ -1,6 +1,7 @@
 """A small synthesis run end to end: `python -m training synthesize` enqueues candidates as RQ jobs on a queue of
 the test's own, a real `rq worker` runs them (jailed probes, torch.compile on the CPU), the dataset and its
 summary land beside --out; rerunning the same command continues the run instead of starting over."""
+
 import json
 import os
 import subprocess
@@ -23,11 +24,18 @@ def synthesis_queue(tmp_path):
     """(queue name, environment) with one `rq worker` on that queue; the worker and the queue go at the end."""
     from redis import Redis
     from rq import Queue, Worker
+
     name = f"ks-test-synthesis-{uuid.uuid4().hex[:10]}"
     env = {**os.environ, "KS_CPU_THREADS": "1", "KS_SANDBOX_MEMORY_MB": "4096", "REDIS_URL": REDIS_URL}
     log = open(tmp_path / "worker.log", "w")
-    worker = subprocess.Popen([str(Path(sys.executable).with_name("rq")), "worker", name, "--url", REDIS_URL],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen(
+        [str(Path(sys.executable).with_name("rq")), "worker", name, "--url", REDIS_URL],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     yield name, env, tmp_path / "worker.log"
     if worker.poll() is None:
         kill_tree(worker)
@@ -42,9 +50,36 @@ def synthesis_queue(tmp_path):
 
 
 def synthesize(out, queue, env, *extra):
-    cmd = [sys.executable, "-m", "training", "synthesize", "--device", "cpu", "--profile", "tiny", "--out", str(out),
-           "--min-ms", "0", "--max-ms", "10000", "--max-depth", "2", "--classes", "activation,elementwise,binary",
-           "--time-budget", "0.05", "--backend", "rq", "--queue", queue, "--workers", "2", "--no-progress", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        "synthesize",
+        "--device",
+        "cpu",
+        "--profile",
+        "tiny",
+        "--out",
+        str(out),
+        "--min-ms",
+        "0",
+        "--max-ms",
+        "10000",
+        "--max-depth",
+        "2",
+        "--classes",
+        "activation,elementwise,binary",
+        "--time-budget",
+        "0.05",
+        "--backend",
+        "rq",
+        "--queue",
+        queue,
+        "--workers",
+        "2",
+        "--no-progress",
+        *extra,
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -88,6 +123,7 @@ def test_a_small_run_through_a_real_rq_worker_keeps_valid_tasks_and_resumes(synt
     assert f"Job OK (ks-synth-{run['run_id']}-000000)" in worker_log.read_text()
 
     from redis import Redis
+
     Redis.from_url(REDIS_URL).delete(f"ks:synthesis:{run['run_id']}:claims")
     other = synthesize(out, queue, env, "--count", "1", "--seed", "5")
     assert other.returncode == 2 and "started with other settings (seed differ)" in other.stderr

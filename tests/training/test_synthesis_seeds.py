@@ -1,5 +1,6 @@
 """The seed catalogue: the crawl of torch, torch.nn.functional, torch.nn and transformers finds at least 150
 distinct operators, each with its class, how to build it, valid input shapes and dtypes."""
+
 import json
 import random
 import subprocess
@@ -42,14 +43,37 @@ def test_seeds_come_from_every_source_and_cover_the_transformer_blocks(crawled):
     origins = Counter(s.origin for s in crawled)
     assert set(origins) == {"torch", "torch.nn.functional", "torch.nn", "transformers", "blocks"}
     names = {s.name for s in crawled}
-    for expected in ("nn.Conv2d", "nn.LayerNorm", "F.gelu", "torch.cumsum", "torch.logsumexp", "F.mse_loss",
-                     "transformers.act.gelu_new", "transformers.LlamaRMSNorm", "transformers.GemmaRMSNorm",
-                     "blocks.llama_mlp", "blocks.gqa_rotary_attention", "blocks.llama_rotary", "blocks.dense_moe"):
+    for expected in (
+        "nn.Conv2d",
+        "nn.LayerNorm",
+        "F.gelu",
+        "torch.cumsum",
+        "torch.logsumexp",
+        "F.mse_loss",
+        "transformers.act.gelu_new",
+        "transformers.LlamaRMSNorm",
+        "transformers.GemmaRMSNorm",
+        "blocks.llama_mlp",
+        "blocks.gqa_rotary_attention",
+        "blocks.llama_rotary",
+        "blocks.dense_moe",
+    ):
         assert expected in names, expected
     classes = Counter(s.op_class for s in crawled)
     assert set(classes) <= set(CLASSES)
-    for cls in ("activation", "reduction", "normalization", "convolution", "linear", "pooling", "attention", "mlp",
-                "rotary", "softmax", "loss"):
+    for cls in (
+        "activation",
+        "reduction",
+        "normalization",
+        "convolution",
+        "linear",
+        "pooling",
+        "attention",
+        "mlp",
+        "rotary",
+        "softmax",
+        "loss",
+    ):
         assert classes[cls] >= 1, cls
 
 
@@ -78,8 +102,13 @@ def test_stochastic_operators_are_marked_and_losses_end_a_chain(crawled):
 
 
 def test_list_seeds_prints_the_catalogue(crawled):
-    out = subprocess.run([sys.executable, "-m", "training", "synthesize", "--list-seeds"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "synthesize", "--list-seeds"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(rows) == len(crawled) and {"name", "class", "build", "inputs", "dtypes"} <= set(rows[0])

@@ -8,6 +8,7 @@
 A stored sweep (bench/results) keeps its solutions without thousands of generated lines in the source tree;
 `--retime` reads a solution from the archive when its solution.py is not there.
 """
+
 import argparse
 import gzip
 import json
@@ -50,7 +51,9 @@ def read(archive):
     """The archive's records, each {"key": "ARM/levelN/NAME", "source": "..."}."""
     archive = Path(archive)
     if not archive.is_file():
-        raise ArchiveError(f"{archive}: no such archive (python -m training.evaluation.archive pack DIR writes DIR/{ARCHIVE})")
+        raise ArchiveError(
+            f"{archive}: no such archive (python -m training.evaluation.archive pack DIR writes DIR/{ARCHIVE})"
+        )
     try:
         with gzip.open(archive, "rt") as lines:
             return [json.loads(line) for line in lines if line.strip()]
@@ -73,7 +76,9 @@ def unpack(archive, to=None, names=None, keys=None):
         path.write_text(record["source"])
         written.append(path)
     if names and not written:
-        raise ArchiveError(f"none of {', '.join(sorted(names))} is in {archive} (python -m training.evaluation.archive list ARCHIVE)")
+        raise ArchiveError(
+            f"none of {', '.join(sorted(names))} is in {archive} (python -m training.evaluation.archive list ARCHIVE)"
+        )
     return written
 
 

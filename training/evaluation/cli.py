@@ -10,6 +10,7 @@ what workers finished while this command was away). --compare strict,relaxed run
 reports them side by side. OUT/metrics.json and OUT/metrics.md hold the report (--report-only rewrites them).
 --retime evaluates the stored correct solutions again under the current timing protocol, and only that.
 """
+
 import argparse
 import dataclasses
 import logging
@@ -30,8 +31,12 @@ from training.evaluation.problems import ProblemsError
 from training.evaluation.progress import Progress
 
 # Sandbox settings an arm may combine with '+' (e.g. relaxed+graph); each sets EvalConfig fields.
-SETTINGS = {"strict": {"strict": True}, "relaxed": {"strict": False},
-            "events": {"timing": "events"}, "graph": {"timing": "graph"}}
+SETTINGS = {
+    "strict": {"strict": True},
+    "relaxed": {"strict": False},
+    "events": {"timing": "events"},
+    "graph": {"timing": "graph"},
+}
 DEFAULT_SETTING = "strict"
 JOB_TIMEOUT_S = 4 * 3600
 
@@ -65,30 +70,53 @@ def add_arguments(parser):
     box = parser.add_argument_group("sandbox")
     box.add_argument("--timeout", type=float, default=EvalConfig().timeout_s, help="seconds per sandbox run")
     box.add_argument("--no-compiled", action="store_true", help="skip the torch.compile baseline")
-    box.add_argument("--sandbox", default=DEFAULT_SETTING,
-                     help=f"the sandbox setting: {', '.join(SETTINGS)}, combined with + (default {DEFAULT_SETTING})")
+    box.add_argument(
+        "--sandbox",
+        default=DEFAULT_SETTING,
+        help=f"the sandbox setting: {', '.join(SETTINGS)}, combined with + (default {DEFAULT_SETTING})",
+    )
     box.add_argument("--compare", default="", help="two or more settings to run side by side, e.g. strict,relaxed")
-    box.add_argument("--sandbox-option", action="append", default=[], metavar="KEY=VALUE",
-                     help="set any EvalConfig field, e.g. time_budget_s=0.5 (repeatable)")
+    box.add_argument(
+        "--sandbox-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any EvalConfig field, e.g. time_budget_s=0.5 (repeatable)",
+    )
 
     run = parser.add_argument_group("running")
     run.add_argument("--out", required=True, help="the evaluation's folder")
     run.add_argument("--resume", action="store_true", help="continue the evaluation in --out")
     run.add_argument("--workers", type=int, default=None, help="parallel episodes when running in-process (default 1)")
-    run.add_argument("--redis-url", "--redis", dest="redis", default=os.environ.get("REDIS_URL", ""),
-                     help="run episodes as RQ jobs on this Redis (default: REDIS_URL)")
+    run.add_argument(
+        "--redis-url",
+        "--redis",
+        dest="redis",
+        default=os.environ.get("REDIS_URL", ""),
+        help="run episodes as RQ jobs on this Redis (default: REDIS_URL)",
+    )
     run.add_argument("--in-process", action="store_true", help="run here even when Redis is configured")
     run.add_argument("--queue", default=None, help="RQ queue (default: staff-gpu for cuda, staff-cpu for cpu)")
     run.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S, help="seconds an RQ job may run")
-    run.add_argument("--stop-after", type=float, default=None,
-                     help="start no episode after this many seconds (those running finish); --resume continues")
+    run.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        help="start no episode after this many seconds (those running finish); --resume continues",
+    )
     run.add_argument("--report-only", action="store_true", help="only rewrite metrics.json and metrics.md of --out")
-    run.add_argument("--rerun", action="store_true",
-                     help="with --resume and --names or --problem-ids: run the episodes of those problems again "
-                          "although results are stored (after the policy changed); the newest result counts")
-    run.add_argument("--retime", action="store_true",
-                     help="re-time the correct solutions stored in --out under the current timing protocol (their "
-                          "problems from --problems), then rewrite the report; no episode runs")
+    run.add_argument(
+        "--rerun",
+        action="store_true",
+        help="with --resume and --names or --problem-ids: run the episodes of those problems again "
+        "although results are stored (after the policy changed); the newest result counts",
+    )
+    run.add_argument(
+        "--retime",
+        action="store_true",
+        help="re-time the correct solutions stored in --out under the current timing protocol (their "
+        "problems from --problems), then rewrite the report; no episode runs",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -117,8 +145,9 @@ def parse_options(items):
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or key not in names:
-            raise UsageError(f"--sandbox-option takes KEY=VALUE with KEY one of {', '.join(sorted(names))} "
-                             f"(not {item!r})")
+            raise UsageError(
+                f"--sandbox-option takes KEY=VALUE with KEY one of {', '.join(sorted(names))} (not {item!r})"
+            )
         kind = type(getattr(defaults, key))
         try:
             if kind is bool:
@@ -163,18 +192,28 @@ def _select(args):
         raise UsageError("--limit takes a number of problems per level, 1 or more")
     chosen = problem_source.select(problem_source.read_problems(args.problems), levels, ids, names, args.limit, shard)
     if not chosen:
-        raise UsageError(f"no problem of {args.problems} matches --levels {args.levels}"
-                         + (f" --problem-ids {args.problem_ids}" if args.problem_ids else "")
-                         + (f" --names {args.names}" if args.names else "")
-                         + (f" --shard {args.shard}" if args.shard else ""))
+        raise UsageError(
+            f"no problem of {args.problems} matches --levels {args.levels}"
+            + (f" --problem-ids {args.problem_ids}" if args.problem_ids else "")
+            + (f" --names {args.names}" if args.names else "")
+            + (f" --shard {args.shard}" if args.shard else "")
+        )
     return chosen
 
 
 def _spec(args, arms):
-    return {"policy": args.policy, "policy_options": policy_options(args), "device": args.device,
-            "max_turns": args.max_turns, "wall_clock_s": args.wall_clock, "context_tokens": args.context_tokens,
-            "response_tokens": args.max_tokens or 4096, "arms": arms, "problems": str(args.problems),
-            "command": shlex.join(["python", "-m", "training", *sys.argv[1:]]) if sys.argv[1:2] == ["evaluate"] else ""}
+    return {
+        "policy": args.policy,
+        "policy_options": policy_options(args),
+        "device": args.device,
+        "max_turns": args.max_turns,
+        "wall_clock_s": args.wall_clock,
+        "context_tokens": args.context_tokens,
+        "response_tokens": args.max_tokens or 4096,
+        "arms": arms,
+        "problems": str(args.problems),
+        "command": shlex.join(["python", "-m", "training", *sys.argv[1:]]) if sys.argv[1:2] == ["evaluate"] else "",
+    }
 
 
 def _report(folder, quiet):
@@ -199,8 +238,10 @@ def _check(args):
         if not value:
             raise UsageError(f"{flag} is required (unless --report-only)")
     if args.rerun and not (args.resume and (args.names or args.problem_ids)):
-        raise UsageError("--rerun needs --resume and the problems to run again (--names or --problem-ids): it "
-                         "never re-runs a whole evaluation by accident")
+        raise UsageError(
+            "--rerun needs --resume and the problems to run again (--names or --problem-ids): it "
+            "never re-runs a whole evaluation by accident"
+        )
     for flag, value in (("--max-turns", args.max_turns), ("--workers", args.workers)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} takes 1 or more")
@@ -236,6 +277,7 @@ def run(args):
 
 def _retime(args, folder, chosen):
     from training.evaluation import retime
+
     stale = len(retime.stale(folder))
     print(f"{stale} stored correct solution(s) to re-time in {folder.path}, {args.workers or 1} at a time", flush=True)
     progress = Progress(stale, quiet=args.quiet)
@@ -243,8 +285,10 @@ def _retime(args, folder, chosen):
     status = 0
     try:
         done, skipped = retime.retime(folder, chosen, work, args.workers or 1, progress.note)
-        print(f"re-timed {done}, skipped {skipped}" +
-              (f"; {work.not_started} left: run the same command again" if work.not_started else ""))
+        print(
+            f"re-timed {done}, skipped {skipped}"
+            + (f"; {work.not_started} left: run the same command again" if work.not_started else "")
+        )
     except KeyboardInterrupt:
         print("\ninterrupted: what was re-timed is stored; run the same command again to continue", file=sys.stderr)
         status = 130
@@ -256,13 +300,20 @@ def _retime(args, folder, chosen):
 
 def _evaluate(args, folder, arms, chosen):
     spec = folder.spec
-    requests, done = runner.pending_requests(folder, chosen, episodes_of(spec), spec["policy"],
-                                             spec["policy_options"], rerun=args.rerun)
+    requests, done = runner.pending_requests(
+        folder, chosen, episodes_of(spec), spec["policy"], spec["policy_options"], rerun=args.rerun
+    )
     use_rq = bool(args.redis) and not args.in_process
-    where = (f"RQ queue {args.queue or queues.queue_name(args.device)!r} on {args.redis}" if use_rq
-             else f"{args.workers or 1} local process(es)")
-    print(f"{len(requests)} episode(s) to run, {done} finished already ({len(chosen)} problem(s) x {len(arms)} "
-          f"setting(s)); policy {args.policy} on {args.device}, in {where}; results in {folder.path}", flush=True)
+    where = (
+        f"RQ queue {args.queue or queues.queue_name(args.device)!r} on {args.redis}"
+        if use_rq
+        else f"{args.workers or 1} local process(es)"
+    )
+    print(
+        f"{len(requests)} episode(s) to run, {done} finished already ({len(chosen)} problem(s) x {len(arms)} "
+        f"setting(s)); policy {args.policy} on {args.device}, in {where}; results in {folder.path}",
+        flush=True,
+    )
     if use_rq and args.workers:
         print("note: --workers counts local processes; with RQ, start more `rq worker` processes instead")
     progress = Progress(len(requests) + done, done, quiet=args.quiet)
@@ -282,18 +333,25 @@ def _evaluate(args, folder, arms, chosen):
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except EvaluationAborted as exc:
-        print(f"error: {exc}\nnothing stored was lost: fix it, then run the same command with --resume",
-              file=sys.stderr)
+        print(
+            f"error: {exc}\nnothing stored was lost: fix it, then run the same command with --resume", file=sys.stderr
+        )
         status = 2
     except KeyboardInterrupt:
-        print("\ninterrupted: finished episodes are stored" + (" and queued jobs stay queued" if use_rq else "")
-              + "; run the same command with --resume to continue", file=sys.stderr)
+        print(
+            "\ninterrupted: finished episodes are stored"
+            + (" and queued jobs stay queued" if use_rq else "")
+            + "; run the same command with --resume to continue",
+            file=sys.stderr,
+        )
         status = 130
     finally:
         signal.signal(signal.SIGTERM, previous)
         progress.close()
     if work.not_started:
-        print(f"--stop-after {args.stop_after:g} s reached: {work.not_started} episode(s) not started; run the "
-              f"same command with --resume to continue")
+        print(
+            f"--stop-after {args.stop_after:g} s reached: {work.not_started} episode(s) not started; run the "
+            f"same command with --resume to continue"
+        )
     _report(folder, args.quiet)
     return status

@@ -1,11 +1,12 @@
 """An evaluation's folder: what it evaluates (run.json), its results, episodes and jobs, one writer at a time.
 
-    DIR/run.json        policy, options, device, turns and the sandbox setting of each arm; checked on --resume
-    DIR/results.jsonl   one line per finished episode (results.py)
-    DIR/episodes/ARM/levelN/NAME/   solution.py, trajectory.json, verdict.json of each episode
-    DIR/jobs.json       (RQ) the job of each unfinished problem, so a resumed run collects what workers did meanwhile
-    DIR/metrics.json, DIR/metrics.md   the report
+DIR/run.json        policy, options, device, turns and the sandbox setting of each arm; checked on --resume
+DIR/results.jsonl   one line per finished episode (results.py)
+DIR/episodes/ARM/levelN/NAME/   solution.py, trajectory.json, verdict.json of each episode
+DIR/jobs.json       (RQ) the job of each unfinished problem, so a resumed run collects what workers did meanwhile
+DIR/metrics.json, DIR/metrics.md   the report
 """
+
 import fcntl
 import json
 import os
@@ -66,19 +67,25 @@ class EvalFolder:
         run_json = self.path / "run.json"
         if run_json.exists():
             if not resume:
-                raise FolderError(f"{self.path} already holds an evaluation: add --resume to continue it, "
-                                  f"or choose a fresh --out")
+                raise FolderError(
+                    f"{self.path} already holds an evaluation: add --resume to continue it, or choose a fresh --out"
+                )
             old = self.read_spec()
             diffs = _differences(_identity(old), _identity(spec))
             if diffs:
-                raise FolderError(f"{self.path} holds a different evaluation ({'; '.join(diffs)}): resume it "
-                                  f"with the same options, or choose a fresh --out")
+                raise FolderError(
+                    f"{self.path} holds a different evaluation ({'; '.join(diffs)}): resume it "
+                    f"with the same options, or choose a fresh --out"
+                )
             self.spec = {**old, "problems": spec.get("problems"), "command": spec.get("command")}
         else:
             if any(p.name != ".lock" for p in self.path.iterdir()) and not resume:
                 raise FolderError(f"{self.path} is not empty and holds no evaluation: choose a fresh --out")
-            self.spec = {"run_id": uuid.uuid4().hex[:12],
-                         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **spec}
+            self.spec = {
+                "run_id": uuid.uuid4().hex[:12],
+                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                **spec,
+            }
         _write_atomic(run_json, json.dumps(self.spec, indent=2, sort_keys=True))
         return self
 
@@ -86,8 +93,9 @@ class EvalFolder:
         try:
             return json.loads((self.path / "run.json").read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise FolderError(f"{self.path / 'run.json'} is unreadable ({exc}): is {self.path} an evaluation "
-                              f"folder?") from None
+            raise FolderError(
+                f"{self.path / 'run.json'} is unreadable ({exc}): is {self.path} an evaluation folder?"
+            ) from None
 
     def lock(self):
         """One evaluation process writes a folder at a time (a second would append the same problems twice)."""

@@ -3,6 +3,7 @@
 The same function runs in a local process pool and as an RQ job (`rq worker staff-gpu`), so both paths measure alike.
 It touches no CUDA itself (an RQ worker's parent must not initialize it); the sandbox does, in its own processes.
 """
+
 import logging
 import os
 import socket
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class EpisodeRequest:
     """Everything a worker needs to run one episode; crosses processes and hosts as JSON."""
+
     arm: str
     problem: dict  # BenchProblem.to_json()
     policy: str
@@ -50,10 +52,17 @@ class EpisodeRequest:
 def episodes_of(spec):
     """{arm: agent.loop.EpisodeConfig} of an evaluation's SPEC (run.json): its episode budget, each arm's sandbox
     settings."""
-    return {arm: EpisodeConfig(device=spec["device"], max_turns=spec["max_turns"], wall_clock_s=spec["wall_clock_s"],
-                               context_tokens=spec["context_tokens"], response_tokens=spec["response_tokens"],
-                               eval=EvalConfig.from_json(settings))
-            for arm, settings in spec["arms"].items()}
+    return {
+        arm: EpisodeConfig(
+            device=spec["device"],
+            max_turns=spec["max_turns"],
+            wall_clock_s=spec["wall_clock_s"],
+            context_tokens=spec["context_tokens"],
+            response_tokens=spec["response_tokens"],
+            eval=EvalConfig.from_json(settings),
+        )
+        for arm, settings in spec["arms"].items()
+    }
 
 
 class EvaluationAborted(Exception):
@@ -75,9 +84,17 @@ def run_episode(request):
     """Run REQUEST (EpisodeRequest JSON); returns {"result": EpisodeResult JSON, "trajectory": JSON or None}."""
     req = EpisodeRequest.from_json(request)
     problem = BenchProblem.from_json(req.problem)
-    result = EpisodeResult(arm=req.arm, key=problem.key, level=problem.level, problem_id=problem.problem_id,
-                           name=problem.name, problem_sha256=problem.sha256, attempt=req.attempt,
-                           worker=f"{socket.gethostname()}:{os.getpid()}", policy=req.policy)
+    result = EpisodeResult(
+        arm=req.arm,
+        key=problem.key,
+        level=problem.level,
+        problem_id=problem.problem_id,
+        name=problem.name,
+        problem_sha256=problem.sha256,
+        attempt=req.attempt,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+        policy=req.policy,
+    )
     t0 = time.monotonic()
     trajectory = None
     with tempfile.TemporaryDirectory(prefix="ks-eval-") as tmp:

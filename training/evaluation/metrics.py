@@ -13,6 +13,7 @@ than eager, 3 than both; the default since 2026-11-26) and the milestones of old
 without a verdict counts -1 under its group's most common schedule (of a tie, the first by name). Faster-than shares
 come from the speedups (fast_p), never from reward values.
 """
+
 import math
 from collections import Counter
 
@@ -39,8 +40,9 @@ def baseline_metrics(results, baseline):
     correct_speedups = [s for s in speedups if s is not None and s > 0]
     return {
         "measured": measured,
-        "fast_p": {str(p): (sum(s is not None and s > p for s in speedups) / n if measured else None)
-                   for p in P_VALUES},
+        "fast_p": {
+            str(p): (sum(s is not None and s > p for s in speedups) / n if measured else None) for p in P_VALUES
+        },
         "geomean_correct": geomean(correct_speedups) if measured else None,
         "geomean_all": geomean(s if s is not None and s > 0 else 1.0 for s in speedups) if measured else None,
         "missing": sum(r.correct and s is None for r, s in zip(results, speedups)),
@@ -58,8 +60,11 @@ def reward_metrics(results):
     for schedule, rewards in sorted(groups.items()):
         counts = Counter(rewards)
         levels = sorted(set(MEANINGS.get(schedule, {})) | set(counts))
-        out[schedule] = {"problems": len(rewards), "mean": sum(rewards) / len(rewards),
-                         "counts": {str(k): counts.get(k, 0) for k in levels}}
+        out[schedule] = {
+            "problems": len(rewards),
+            "mean": sum(rewards) / len(rewards),
+            "counts": {str(k): counts.get(k, 0) for k in levels},
+        }
     return out
 
 
@@ -89,5 +94,7 @@ def compute(results):
     """{"levels": {"1": metrics, ...}, "overall": metrics} over EpisodeResults (of one arm)."""
     results = list(results)
     levels = sorted({r.level for r in results})
-    return {"levels": {str(level): group_metrics([r for r in results if r.level == level]) for level in levels},
-            "overall": group_metrics(results)}
+    return {
+        "levels": {str(level): group_metrics([r for r in results if r.level == level]) for level in levels},
+        "overall": group_metrics(results),
+    }

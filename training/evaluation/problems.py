@@ -1,5 +1,6 @@
 """KernelBench problems for an evaluation: read from a problems.jsonl or a checkout (sandbox.problems_file), then
 selected by level, id, name, limit and shard."""
+
 import re
 
 from sandbox.problems_file import BenchProblem, ProblemsError, read_problems
@@ -25,8 +26,7 @@ def parse_ids(text):
     for token in filter(None, (t.strip() for t in text.split(","))):
         match = re.fullmatch(r"(?:(\d+):)?(\d+)(?:-(\d+))?", token)
         if not match:
-            raise ProblemsError(f"--problem-ids takes ids, ranges and level:id such as 19,20-23,2:5 "
-                                f"(not {token!r})")
+            raise ProblemsError(f"--problem-ids takes ids, ranges and level:id such as 19,20-23,2:5 (not {token!r})")
         level, low, high = match.groups()
         spans.append((int(level) if level else None, int(low), int(high or low)))
     return spans
@@ -46,16 +46,19 @@ def select(problems, levels=None, ids=None, names=None, limit=None, shard=None):
     Shards interleave (problem i goes to part i mod N) so that each part holds a fair mix of levels."""
     chosen = [p for p in problems if levels is None or p.level in levels]
     if ids:
-        chosen = [p for p in chosen if any((lv is None or lv == p.level) and lo <= p.problem_id <= hi
-                                           for lv, lo, hi in ids)]
+        chosen = [
+            p for p in chosen if any((lv is None or lv == p.level) and lo <= p.problem_id <= hi for lv, lo, hi in ids)
+        ]
     if names:
         unknown = set(names) - {p.name for p in problems}
         if unknown:
             raise ProblemsError(f"no problem named {', '.join(sorted(unknown))}")
         chosen = [p for p in chosen if p.name in names]
     if limit is not None:
-        chosen = [p for level in sorted({p.level for p in chosen}) for p in [q for q in chosen if q.level == level][:limit]]
+        chosen = [
+            p for level in sorted({p.level for p in chosen}) for p in [q for q in chosen if q.level == level][:limit]
+        ]
     if shard is not None:
         k, n = shard
-        chosen = chosen[k - 1::n]
+        chosen = chosen[k - 1 :: n]
     return chosen

@@ -1,12 +1,16 @@
 """Progress with an ETA: a tqdm bar on a terminal, a line per finished episode in a log (or without tqdm)."""
+
 import sys
 import time
 
 
 def _clock(seconds):
     seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
-        f"{seconds // 60}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class Progress:
@@ -36,12 +40,25 @@ class Progress:
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.ran * (self.total - self.done)
         v = result.verdict or {}
-        outcome = result.error.split("\n")[0][:120] if result.error else (
-            f"{v.get('status')}, reward {v.get('reward')}" +
-            (f", {v['speedup_vs_eager']:.2f}x eager" if v.get("speedup_vs_eager") and result.correct else "") +
-            (f", {v['speedup_vs_compiled']:.2f}x compile" if v.get("speedup_vs_compiled") and result.correct else ""))
-        print(f"[{self.done}/{self.total}] {result.arm} {result.key}: {outcome}; {result.turns} turns, "
-              f"{result.wall_s:.0f} s (elapsed {_clock(elapsed)}, ETA {_clock(eta)})", file=self.stream, flush=True)
+        outcome = (
+            result.error.split("\n")[0][:120]
+            if result.error
+            else (
+                f"{v.get('status')}, reward {v.get('reward')}"
+                + (f", {v['speedup_vs_eager']:.2f}x eager" if v.get("speedup_vs_eager") and result.correct else "")
+                + (
+                    f", {v['speedup_vs_compiled']:.2f}x compile"
+                    if v.get("speedup_vs_compiled") and result.correct
+                    else ""
+                )
+            )
+        )
+        print(
+            f"[{self.done}/{self.total}] {result.arm} {result.key}: {outcome}; {result.turns} turns, "
+            f"{result.wall_s:.0f} s (elapsed {_clock(elapsed)}, ETA {_clock(eta)})",
+            file=self.stream,
+            flush=True,
+        )
 
     def note(self, text):
         if self.bar is not None:

@@ -6,6 +6,7 @@ Queues are the studio's staff queues (studio/queues.py): `staff-gpu` for --devic
 `rq worker staff-gpu --url URL` processes (or the studio's runstudio and gpuworkers); they need this repository
 importable and the sandbox's requirements (DESIGN.md).
 """
+
 import logging
 import os
 import socket
@@ -29,28 +30,40 @@ def queue_name(device):
 def connect(url):
     from redis import Redis
     from redis.exceptions import RedisError
+
     try:
         connection = Redis.from_url(url)
         connection.ping()
     except (RedisError, ValueError) as exc:
-        raise QueueUnavailable(f"cannot reach Redis at {url} ({exc}): start it, fix --redis/REDIS_URL, "
-                               f"or run the episodes here with --in-process") from None
+        raise QueueUnavailable(
+            f"cannot reach Redis at {url} ({exc}): start it, fix --redis/REDIS_URL, "
+            f"or run the episodes here with --in-process"
+        ) from None
     return connection
 
 
 def get_queue(connection, name):
     from rq import Queue
+
     return Queue(name, connection=connection)
 
 
 def enqueue(queue, func, payload, job_id, timeout_s, description):
-    return queue.enqueue(func, payload, job_id=job_id, job_timeout=int(timeout_s), result_ttl=RESULT_TTL_S,
-                         failure_ttl=RESULT_TTL_S, description=description)
+    return queue.enqueue(
+        func,
+        payload,
+        job_id=job_id,
+        job_timeout=int(timeout_s),
+        result_ttl=RESULT_TTL_S,
+        failure_ttl=RESULT_TTL_S,
+        description=description,
+    )
 
 
 def fetch(connection, job_id):
     from rq.exceptions import NoSuchJobError
     from rq.job import Job
+
     if not job_id:
         return None
     try:
@@ -73,6 +86,7 @@ def process_alive(pid):
 def live_workers(connection, grace=HEARTBEAT_GRACE):
     """Names of the workers alive now: on this host by their pid, elsewhere by a recent heartbeat."""
     from rq import Worker
+
     now, here, live = datetime.now(timezone.utc), socket.gethostname(), set()
     for worker in Worker.all(connection=connection):
         if worker.hostname == here and worker.pid:
@@ -90,6 +104,7 @@ def live_workers(connection, grace=HEARTBEAT_GRACE):
 def listeners(connection, name, live):
     """How many live workers listen on queue NAME."""
     from rq import Worker
+
     return sum(1 for w in Worker.all(connection=connection) if w.name in live and name in w.queue_names())
 
 

@@ -1,5 +1,6 @@
 """The evaluation's report: DIR/metrics.json and DIR/metrics.md (per level and overall, each arm side by side),
 with the CUDA Agent paper's published numbers as a labelled reference row."""
+
 import json
 from datetime import datetime, timezone
 
@@ -52,45 +53,57 @@ def _rows(data):
 
 
 def _headline(arm_data):
-    lines = ["| level | problems | correct | fast_1 vs eager | fast_1 vs compile | geomean vs eager "
-             "(correct / all) | geomean vs compile (correct / all) | mean reward | mean turns | mean wall |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| level | problems | correct | fast_1 vs eager | fast_1 vs compile | geomean vs eager "
+        "(correct / all) | geomean vs compile (correct / all) | mean reward | mean turns | mean wall |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, m in _rows(arm_data):
         e, c = m["eager"], m["compiled"]
-        lines.append(f"| {name} | {m['problems']} | {m['correct']} ({_pct(m['correct_rate'])}) | "
-                     f"{_pct(e['fast_p']['1.0'])} | {_pct(c['fast_p']['1.0'])} | "
-                     f"{_x(e['geomean_correct'])} / {_x(e['geomean_all'])} | "
-                     f"{_x(c['geomean_correct'])} / {_x(c['geomean_all'])} | {_mean_reward(m)} | "
-                     f"{_num(m['mean_turns'], 1)} | {_num(m['mean_wall_s'], 0)} s |")
+        lines.append(
+            f"| {name} | {m['problems']} | {m['correct']} ({_pct(m['correct_rate'])}) | "
+            f"{_pct(e['fast_p']['1.0'])} | {_pct(c['fast_p']['1.0'])} | "
+            f"{_x(e['geomean_correct'])} / {_x(e['geomean_all'])} | "
+            f"{_x(c['geomean_correct'])} / {_x(c['geomean_all'])} | {_mean_reward(m)} | "
+            f"{_num(m['mean_turns'], 1)} | {_num(m['mean_wall_s'], 0)} s |"
+        )
     return lines
 
 
 def _reference(data):
     """This run's headline numbers beside the paper's published ones, the latter labelled as such."""
     levels = sorted({lv for a in data["arms"].values() for lv in a["levels"]} | set(PAPER["levels"]))
-    lines = ["| | " + " | ".join(f"level {lv}" for lv in levels) + " | overall |",
-             "| --- |" + " ---: |" * (len(levels) + 1)]
+    lines = [
+        "| | " + " | ".join(f"level {lv}" for lv in levels) + " | overall |",
+        "| --- |" + " ---: |" * (len(levels) + 1),
+    ]
 
     def row(label, pick, groups, overall):
         return f"| {label} | " + " | ".join(_pct(pick(groups.get(lv))) for lv in levels) + f" | {_pct(pick(overall))} |"
 
     def measured(key):
-        return lambda m: None if not m or not m.get("problems") else (
-            m["correct_rate"] if key == "correct_rate" else m["compiled"]["fast_p"]["1.0"])
+        return lambda m: (
+            None
+            if not m or not m.get("problems")
+            else (m["correct_rate"] if key == "correct_rate" else m["compiled"]["fast_p"]["1.0"])
+        )
 
     for arm, arm_data in data["arms"].items():
         for key, what in (("fast_1_compiled", "faster than torch.compile"), ("correct_rate", "correct")):
             lines.append(row(f"this run (`{arm}`): {what}", measured(key), arm_data["levels"], arm_data["overall"]))
     for key, what in (("fast_1_compiled", "faster than torch.compile"), ("correct_rate", "correct")):
-        lines.append(row(f"*{PAPER['label']}*: {what}", lambda m: (m or {}).get(key), PAPER["levels"],
-                         PAPER["overall"]))
+        lines.append(
+            row(f"*{PAPER['label']}*: {what}", lambda m: (m or {}).get(key), PAPER["levels"], PAPER["overall"])
+        )
     return lines
 
 
 def _fast_p(arm_data):
     ps = metrics.P_VALUES
-    lines = ["| level | baseline | " + " | ".join(f"fast_{p:g}" for p in ps) + " |",
-             "| --- | --- |" + " ---: |" * len(ps)]
+    lines = [
+        "| level | baseline | " + " | ".join(f"fast_{p:g}" for p in ps) + " |",
+        "| --- | --- |" + " ---: |" * len(ps),
+    ]
     for name, m in _rows(arm_data):
         for baseline, label in (("eager", "eager"), ("compiled", "torch.compile")):
             lines.append(f"| {name} | {label} | " + " | ".join(_pct(m[baseline]["fast_p"][str(p)]) for p in ps) + " |")
@@ -103,60 +116,91 @@ def _rewards(arm_data):
     schedules = sorted({schedule for _, m in _rows(arm_data) for schedule in m.get("rewards", {})})
     for schedule in schedules:
         values = sorted({int(k) for _, m in _rows(arm_data) for k in m["rewards"].get(schedule, {}).get("counts", {})})
-        lines += [f"Rewards under the `{schedule}` schedule:", "",
-                  "| level | problems | " + " | ".join(f"{v} ({meaning(schedule, v)})" for v in values)
-                  + " | mean | statuses | errors |",
-                  "| --- | ---: |" + " ---: |" * len(values) + " ---: | --- | ---: |"]
+        lines += [
+            f"Rewards under the `{schedule}` schedule:",
+            "",
+            "| level | problems | "
+            + " | ".join(f"{v} ({meaning(schedule, v)})" for v in values)
+            + " | mean | statuses | errors |",
+            "| --- | ---: |" + " ---: |" * len(values) + " ---: | --- | ---: |",
+        ]
         for name, m in _rows(arm_data):
             r = m["rewards"].get(schedule)
             if not r:
                 continue
             statuses = ", ".join(f"{k} {v}" for k, v in m["statuses"].items())
-            lines.append(f"| {name} | {r['problems']} | " + " | ".join(str(r["counts"].get(str(v), 0)) for v in values)
-                         + f" | {_num(r['mean'])} | {statuses} | {m['errors']} |")
+            lines.append(
+                f"| {name} | {r['problems']} | "
+                + " | ".join(str(r["counts"].get(str(v), 0)) for v in values)
+                + f" | {_num(r['mean'])} | {statuses} | {m['errors']} |"
+            )
         lines.append("")
     return lines[:-1]
 
 
-COMPARED = (("correct rate", lambda m: _pct(m["correct_rate"])),
-            ("fast_1 vs eager", lambda m: _pct(m["eager"]["fast_p"]["1.0"])),
-            ("fast_1 vs torch.compile", lambda m: _pct(m["compiled"]["fast_p"]["1.0"])),
-            ("geomean vs eager (correct)", lambda m: _x(m["eager"]["geomean_correct"])),
-            ("geomean vs torch.compile (correct)", lambda m: _x(m["compiled"]["geomean_correct"])),
-            ("mean reward", _mean_reward))
+COMPARED = (
+    ("correct rate", lambda m: _pct(m["correct_rate"])),
+    ("fast_1 vs eager", lambda m: _pct(m["eager"]["fast_p"]["1.0"])),
+    ("fast_1 vs torch.compile", lambda m: _pct(m["compiled"]["fast_p"]["1.0"])),
+    ("geomean vs eager (correct)", lambda m: _x(m["eager"]["geomean_correct"])),
+    ("geomean vs torch.compile (correct)", lambda m: _x(m["compiled"]["geomean_correct"])),
+    ("mean reward", _mean_reward),
+)
 
 
 def _comparison(data):
     arms = list(data["arms"])
-    lines = ["| level | metric | " + " | ".join(f"`{a}`" for a in arms) + " |",
-             "| --- | --- |" + " ---: |" * len(arms)]
+    lines = ["| level | metric | " + " | ".join(f"`{a}`" for a in arms) + " |", "| --- | --- |" + " ---: |" * len(arms)]
     names = sorted({lv for a in arms for lv in data["arms"][a]["levels"]}) + ["overall"]
     for level in names:
         label = "overall" if level == "overall" else f"level {level}"
-        per_arm = [data["arms"][a]["overall"] if level == "overall" else data["arms"][a]["levels"].get(level)
-                   for a in arms]
+        per_arm = [
+            data["arms"][a]["overall"] if level == "overall" else data["arms"][a]["levels"].get(level) for a in arms
+        ]
         for metric, show in COMPARED:
-            lines.append(f"| {label} | {metric} | " + " | ".join(show(m) if m and m.get("problems") else DASH
-                                                                for m in per_arm) + " |")
+            lines.append(
+                f"| {label} | {metric} | "
+                + " | ".join(show(m) if m and m.get("problems") else DASH for m in per_arm)
+                + " |"
+            )
     return lines
 
 
 def markdown(data):
     spec = data["evaluation"]
     model = (spec.get("policy_options") or {}).get("model")
-    lines = [f"# KernelBench evaluation: policy `{spec.get('policy')}`" + (f" (model `{model}`)" if model else "")
-             + f" on {spec.get('device')}", "",
-             f"run {spec.get('run_id')}, started {spec.get('created_at')}, report {data['generated_at']}; "
-             f"at most {spec.get('max_turns')} turns per episode.", ""]
+    lines = [
+        f"# KernelBench evaluation: policy `{spec.get('policy')}`"
+        + (f" (model `{model}`)" if model else "")
+        + f" on {spec.get('device')}",
+        "",
+        f"run {spec.get('run_id')}, started {spec.get('created_at')}, report {data['generated_at']}; "
+        f"at most {spec.get('max_turns')} turns per episode.",
+        "",
+    ]
     if len(data["arms"]) > 1:
         lines += ["## Sandbox settings side by side", ""] + _comparison(data) + [""]
     for arm, arm_data in data["arms"].items():
         lines += [f"## Sandbox setting `{arm}`", ""] + _headline(arm_data) + [""]
-        lines += ["fast_p: share of all problems that are correct and more than p times faster than the baseline.",
-                  ""] + _fast_p(arm_data) + [""] + _rewards(arm_data) + [""]
-    lines += ["## Reference", "", f"The rows in italics are the {PAPER['label']}: the paper reports the share "
-              f"faster than torch.compile per level and the correct rate overall; a dash is a number it does not "
-              f"publish (or this run did not measure).", ""] + _reference(data) + [""]
+        lines += (
+            ["fast_p: share of all problems that are correct and more than p times faster than the baseline.", ""]
+            + _fast_p(arm_data)
+            + [""]
+            + _rewards(arm_data)
+            + [""]
+        )
+    lines += (
+        [
+            "## Reference",
+            "",
+            f"The rows in italics are the {PAPER['label']}: the paper reports the share "
+            f"faster than torch.compile per level and the correct rate overall; a dash is a number it does not "
+            f"publish (or this run did not measure).",
+            "",
+        ]
+        + _reference(data)
+        + [""]
+    )
     lines += ["## Conventions", "", data["conventions"], ""]
     return "\n".join(lines)
 

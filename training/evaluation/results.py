@@ -1,4 +1,5 @@
 """One episode's result record, and DIR/results.jsonl: appended as each episode finishes, read back on resume."""
+
 import logging
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path

@@ -5,6 +5,7 @@ beside it.
 For results measured under an older timing protocol (before the per-device timing lock, episodes timed on one GPU
 at once): the solutions stand, only their measurement is redone, in a fraction of the episodes' time.
 """
+
 import ast
 import os
 import tempfile
@@ -21,18 +22,25 @@ from training.evaluation.results import EpisodeResult
 
 def measured_now(result):
     """Whether RESULT's speedups were measured under the current timing protocol: in its episode, or re-timed."""
-    return BASELINE_PROTOCOL in (result.extra.get("timing_protocol"),
-                                 (result.extra.get("retimed") or {}).get("protocol"))
+    return BASELINE_PROTOCOL in (
+        result.extra.get("timing_protocol"),
+        (result.extra.get("retimed") or {}).get("protocol"),
+    )
 
 
 def stale(folder):
     """The stored correct results not measured under the current protocol, with a solution file to re-time;
     the oldest measurements first, so that a re-timing cut short has redone the oldest."""
     out = []
-    todo = {(arm, key): result for (arm, key), result in sorted(folder.finished().items())
-            if result.correct and not measured_now(result)}
+    todo = {
+        (arm, key): result
+        for (arm, key), result in sorted(folder.finished().items())
+        if result.correct and not measured_now(result)
+    }
     packed = folder.path / archive.ARCHIVE
-    missing = {f"{arm}/{key}" for arm, key in todo if not (folder.path / "episodes" / arm / key / "solution.py").is_file()}
+    missing = {
+        f"{arm}/{key}" for arm, key in todo if not (folder.path / "episodes" / arm / key / "solution.py").is_file()
+    }
     if missing and packed.is_file():
         archive.unpack(packed, folder.path, keys=missing)
     for (arm, key), result in todo.items():
@@ -64,6 +72,7 @@ def retime_job(request):
     breaks, the stored result comes back unchanged, with the reason, so that nothing stored is lost."""
     import sandbox
     from agent.workspace import write_files
+
     req = EpisodeRequest.from_json(request)
     result = EpisodeResult.from_json(req.retime["result"])
     old = result.verdict
@@ -79,11 +88,18 @@ def retime_job(request):
     except Exception as exc:  # noqa: BLE001
         result.extra = {**result.extra, "retime_error": f"{type(exc).__name__}: {exc}"}
         return {"result": result.to_json(), "trajectory": None}
-    result.extra = {**{k: v for k, v in result.extra.items() if k != "retime_error"}, "retimed": {
-        "protocol": BASELINE_PROTOCOL, "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "previous_speedup_vs_eager": old.get("speedup_vs_eager"),
-        "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"), "previous_reward": old.get("reward"),
-        "previous_reward_schedule": schedule_of(old), "previous_solution_hash": old.get("solution_hash")}}
+    result.extra = {
+        **{k: v for k, v in result.extra.items() if k != "retime_error"},
+        "retimed": {
+            "protocol": BASELINE_PROTOCOL,
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "previous_speedup_vs_eager": old.get("speedup_vs_eager"),
+            "previous_speedup_vs_compiled": old.get("speedup_vs_compiled"),
+            "previous_reward": old.get("reward"),
+            "previous_reward_schedule": schedule_of(old),
+            "previous_solution_hash": old.get("solution_hash"),
+        },
+    }
     return {"result": result.to_json(), "trajectory": None}
 
 
@@ -97,8 +113,14 @@ def retime(folder, problems, work, workers=1, note=print):
             note(f"{result.arm}/{result.key}: its problem is not in --problems as it was evaluated; not re-timed")
             skipped += 1
             continue
-        requests.append(EpisodeRequest(arm=result.arm, problem=problem.to_json(), policy=result.policy,
-                                       episode=episodes[result.arm],
-                                       retime={"result": result.to_json(), "solution": str(solution)}))
+        requests.append(
+            EpisodeRequest(
+                arm=result.arm,
+                problem=problem.to_json(),
+                policy=result.policy,
+                episode=episodes[result.arm],
+                retime={"result": result.to_json(), "solution": str(solution)},
+            )
+        )
     runner.run_local(requests, work, workers, job=retime_job)
     return len(requests) - work.not_started, skipped

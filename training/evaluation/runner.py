@@ -8,6 +8,7 @@ Local episodes share one GPU. KernelBench's level-1 inputs reach 6 GiB a tensor,
 and candidate processes, outputs, poisoned buffers) can take half of an 80 GiB card. An episode that ran out of GPU
 memory while others ran beside it is not stored: it runs again alone, when no other episode is running.
 """
+
 import logging
 import multiprocessing
 import os
@@ -44,8 +45,11 @@ def pending_requests(folder, problems, episodes, policy, policy_options, rerun=F
                 continue
             if old is not None:
                 log.warning("%s/%s changed since its result was stored: it runs again", arm, problem.key)
-            requests.append(EpisodeRequest(arm=arm, problem=problem.to_json(), policy=policy,
-                                           policy_options=policy_options, episode=episode))
+            requests.append(
+                EpisodeRequest(
+                    arm=arm, problem=problem.to_json(), policy=policy, policy_options=policy_options, episode=episode
+                )
+            )
     return requests, done
 
 
@@ -68,10 +72,18 @@ def out_of_gpu_memory(payload):
 
 def error_payload(request, reason):
     problem = BenchProblem.from_json(request.problem)
-    result = EpisodeResult(arm=request.arm, key=problem.key, level=problem.level, problem_id=problem.problem_id,
-                           name=problem.name, problem_sha256=problem.sha256, error=reason, attempt=request.attempt,
-                           policy=request.policy,
-                           finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    result = EpisodeResult(
+        arm=request.arm,
+        key=problem.key,
+        level=problem.level,
+        problem_id=problem.problem_id,
+        name=problem.name,
+        problem_sha256=problem.sha256,
+        error=reason,
+        attempt=request.attempt,
+        policy=request.policy,
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     return {"result": result.to_json(), "trajectory": None}
 
 
@@ -148,8 +160,10 @@ def run_local(requests, runner, workers, job=run_episode):
                     runner.handle(error_payload(request, f"the episode crashed: {type(exc).__name__}: {exc}"))
                 else:
                     if was_shared and out_of_gpu_memory(payload):
-                        runner.progress.note(f"{request.arm}/{request.key}: ran out of GPU memory beside other "
-                                             f"episodes; it runs again alone")
+                        runner.progress.note(
+                            f"{request.arm}/{request.key}: ran out of GPU memory beside other "
+                            f"episodes; it runs again alone"
+                        )
                         alone.append(request)
                     else:
                         runner.handle(payload)
@@ -186,8 +200,11 @@ def _slot(request):
 
 def _job_id(run_id, request):
     problem = BenchProblem.from_json(request.problem)
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"ks-eval-{run_id}-{request.arm}-L{problem.level}-{problem.problem_id}"
-                                           f"-a{request.attempt}")
+    return re.sub(
+        r"[^A-Za-z0-9_.-]",
+        "_",
+        f"ks-eval-{run_id}-{request.arm}-L{problem.level}-{problem.problem_id}-a{request.attempt}",
+    )
 
 
 class QueueRun:
@@ -205,8 +222,14 @@ class QueueRun:
         stale = queues.fetch(self.connection, job_id)
         if stale is not None:
             stale.delete()
-        queues.enqueue(self.queue, run_episode, request.to_json(), job_id, self.job_timeout_s,
-                       f"evaluate {request.arm}/{request.key} with {request.policy}")
+        queues.enqueue(
+            self.queue,
+            run_episode,
+            request.to_json(),
+            job_id,
+            self.job_timeout_s,
+            f"evaluate {request.arm}/{request.key} with {request.policy}",
+        )
         self.slots[_slot(request)] = {"job": job_id, "attempt": request.attempt}
         self.waiting[job_id] = request
 
@@ -259,12 +282,14 @@ class QueueRun:
             self.settle(job, request, state, reason)
         self.folder.save_jobs(self.slots)
         if self.waiting and not queues.listeners(self.connection, self.name, live):
-            self.runner.progress.note(f"no worker listens on queue {self.name!r} yet: start one with "
-                                      f"`rq worker {self.name} --url REDIS_URL`")
+            self.runner.progress.note(
+                f"no worker listens on queue {self.name!r} yet: start one with `rq worker {self.name} --url REDIS_URL`"
+            )
 
     def stop_unstarted(self):
         """Past the time budget: take back the jobs no worker started; the started ones finish."""
         from rq.job import JobStatus
+
         for job_id, request in list(self.waiting.items()):
             job = queues.fetch(self.connection, job_id)
             if job is not None and job.get_status() == JobStatus.QUEUED:
@@ -276,6 +301,7 @@ class QueueRun:
 
     def follow(self):
         from rq.job import Job
+
         last_liveness, last_note, live, stopped = 0.0, time.monotonic(), set(), False
         while self.waiting:
             time.sleep(self.poll_s)

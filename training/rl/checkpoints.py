@@ -2,6 +2,7 @@
 optimizer states, state.json), so each stage resumes from its last one and each later stage starts from the
 models an earlier one left; listed and exported (a servable actor with the run's tokenizer) without torch, for the
 studio's web process."""
+
 import json
 import random
 import shutil
@@ -16,8 +17,10 @@ def stage_dir(run_dir, stage):
 
 def latest(run_dir, stage):
     """The newest complete checkpoint folder of STAGE, or None."""
-    folders = sorted((p for p in stage_dir(run_dir, stage).glob("step-*") if (p / "state.json").is_file()),
-                     key=lambda p: int(p.name.split("-")[1]))
+    folders = sorted(
+        (p for p in stage_dir(run_dir, stage).glob("step-*") if (p / "state.json").is_file()),
+        key=lambda p: int(p.name.split("-")[1]),
+    )
     return folders[-1] if folders else None
 
 
@@ -46,6 +49,7 @@ def save(run_dir, stage, step, accelerator, models, optimizers, extra):
         for name, model in models.items():
             accelerator.unwrap_model(model).save_pretrained(tmp / name, state_dict=states[name])
         import torch
+
         torch.save({name: opt.state_dict() for name, opt in optimizers.items()}, tmp / "optimizer.pt")
         rng = {"python": random.getstate(), "torch": torch.get_rng_state().tolist()}
         (tmp / "state.json").write_text(json.dumps({"stage": stage, "step": step, **extra, "rng": _jsonable(rng)}))
@@ -59,6 +63,7 @@ def save(run_dir, stage, step, accelerator, models, optimizers, extra):
 
 def restore_optimizers(folder, optimizers):
     import torch
+
     path = Path(folder) / "optimizer.pt"
     if path.is_file():
         saved = torch.load(path, weights_only=False)
@@ -69,6 +74,7 @@ def restore_optimizers(folder, optimizers):
 
 def restore_rng(folder):
     import torch
+
     rng = state(folder).get("rng")
     if rng:
         python = rng["python"]
@@ -80,18 +86,32 @@ def listing(run_dir):
     """Every complete checkpoint of the run, stage by stage in pipeline order then by step:
     [{"stage", "step", "path", "models": ["actor", "critic"], "state": {...} without the random states}]."""
     from training.rl.config import STAGES
+
     out = []
     for stage in STAGES:
         folders = [p for p in stage_dir(run_dir, stage).glob("step-*") if (p / "state.json").is_file()]
         for folder in sorted(folders, key=lambda p: int(p.name.split("-")[1])):
             info = {k: v for k, v in state(folder).items() if k != "rng"}
-            out.append({"stage": stage, "step": info.get("step"), "path": str(folder), "state": info,
-                        "models": [kind for kind in ("actor", "critic") if (folder / kind).is_dir()]})
+            out.append(
+                {
+                    "stage": stage,
+                    "step": info.get("step"),
+                    "path": str(folder),
+                    "state": info,
+                    "models": [kind for kind in ("actor", "critic") if (folder / kind).is_dir()],
+                }
+            )
     return out
 
 
-TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json", "chat_template*", "vocab*",
-                   "merges.txt")
+TOKENIZER_FILES = (
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template*",
+    "vocab*",
+    "merges.txt",
+)
 
 
 class ExportError(ValueError):
@@ -104,14 +124,18 @@ def export(run_dir, folder, out):
     rotate (KEEP), an export stays."""
     import os
     import yaml
+
     run_dir, folder, out = Path(run_dir), Path(folder), Path(out)
     actor = folder / "actor"
     if not (actor / "config.json").is_file():
-        raise ExportError(f"{folder} holds no actor (a value pre-training checkpoint has only a critic): "
-                          f"serve a checkpoint of single_turn, rft or ppo")
+        raise ExportError(
+            f"{folder} holds no actor (a value pre-training checkpoint has only a critic): "
+            f"serve a checkpoint of single_turn, rft or ppo"
+        )
     recorded = run_dir / "config.yaml"
-    model_path = ((yaml.safe_load(recorded.read_text()) or {}).get("model") or {}).get("path") \
-        if recorded.is_file() else None
+    model_path = (
+        ((yaml.safe_load(recorded.read_text()) or {}).get("model") or {}).get("path") if recorded.is_file() else None
+    )
     base = Path(model_path) if model_path else run_dir / "base"
     tokenizer = [p for pattern in TOKENIZER_FILES for p in base.glob(pattern) if p.is_file()]
     if not tokenizer:

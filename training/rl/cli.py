@@ -7,6 +7,7 @@ stages of a training run (all those the config lists, or one), each resumed from
 Outputs under the config's run_dir: config.yaml (as run), tasks/ (with the train/held-out split), base/ (the
 built model), checkpoints/STAGE/step-N/, episodes/, metrics.jsonl, tensorboard/, plots/ and train.log.
 """
+
 import logging
 import sys
 
@@ -20,12 +21,21 @@ EXIT_UNFINISHED = 4  # --stop-after: the budget ran out, checkpoints kept; the s
 def add_arguments(parser):
     parser.add_argument("config", help="the run's YAML config (see training/configs/)")
     parser.add_argument("--stage", choices=STAGES, help="run only this stage (default: the config's stages)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. --set ppo.steps=10 (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set ppo.steps=10 (repeatable)",
+    )
     parser.add_argument("--run-dir", help="the run folder (default: the config's run_dir)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--stop-after", type=float, metavar="S",
-                        help="checkpoint and exit (code 4) after the first step that ends past S seconds")
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="S",
+        help="checkpoint and exit (code 4) after the first step that ends past S seconds",
+    )
 
 
 def run(args):
@@ -37,6 +47,7 @@ def run(args):
     from training.rl.runtime import OutOfTime
     from training.rl.tasks import TaskError
     from training.rl.tokens import TokenizationError
+
     try:
         config = run_config.override(run_config.load(args.config), args.set)
         if args.run_dir:
@@ -56,6 +67,7 @@ def run(args):
 def train(config, stages, quiet=False, stop_after=None):
     from training.rl import plots, ppo, rft, single_turn, value
     from training.rl.runtime import Run
+
     run = Run(config, quiet=quiet, stop_after=stop_after)
     _log_to(run.dir / "train.log")
     modules = {"single_turn": single_turn, "rft": rft, "value": value, "ppo": ppo}
@@ -73,13 +85,19 @@ def train(config, stages, quiet=False, stop_after=None):
             # value pre-training trains the critic: the actor evaluated after it is the one it left unchanged
             actor = run.actor(stage).to(run.accelerator.device) if stage == "value" or model is None else model
             record = run.evaluate(stage, actor)
-            _say(quiet, f"{stage}: held-out correct rate {record['correct_rate']:.3f}, "
-                        f"mean reward {record.get('reward_mean', float('nan')):.3f}, well-formed turns "
-                        f"{record.get('tool_call_rate', float('nan')):.2f} over {record['episodes']} episodes")
+            _say(
+                quiet,
+                f"{stage}: held-out correct rate {record['correct_rate']:.3f}, "
+                f"mean reward {record.get('reward_mean', float('nan')):.3f}, well-formed turns "
+                f"{record.get('tool_call_rate', float('nan')):.2f} over {record['episodes']} episodes",
+            )
     if run.accelerator.is_main_process:
         written = plots.plot(run.dir)
-        _say(quiet, f"done: {run.dir} (metrics.jsonl, tensorboard/, checkpoints/" +
-             (f", {len(written)} plots in plots/)" if written else ")"))
+        _say(
+            quiet,
+            f"done: {run.dir} (metrics.jsonl, tensorboard/, checkpoints/"
+            + (f", {len(written)} plots in plots/)" if written else ")"),
+        )
     end_processes(run.accelerator)
     return 0
 
@@ -88,6 +106,7 @@ def end_processes(accelerator):
     """Every rank ends together and the process group is torn down before exit: a rank leaving with gloo's
     threads still running aborts at interpreter shutdown ('terminate called without an active exception')."""
     import torch.distributed as dist
+
     if accelerator.num_processes > 1 and dist.is_available() and dist.is_initialized():
         accelerator.wait_for_everyone()
         dist.destroy_process_group()

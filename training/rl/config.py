@@ -1,4 +1,5 @@
 """A training run's configuration: one YAML file per run, read into dataclasses, recorded beside the outputs."""
+
 import dataclasses
 import typing
 from dataclasses import asdict, dataclass, field
@@ -45,6 +46,7 @@ class TasksConfig:
 class RunEpisodeConfig(EpisodeConfig):
     """The run's `episode` section: agent.loop's EpisodeConfig (the one episode record: device, turns, context,
     the sandbox's settings as `eval`), plus the temperature the actor samples its answers at."""
+
     temperature: float = 1.0
 
     def episode(self, **changes):
@@ -56,8 +58,7 @@ class RunEpisodeConfig(EpisodeConfig):
 
 # A run's episodes by default: the toy model's small budgets on the CPU target (the record's own defaults suit a
 # served LLM on a GPU).
-RUN_EPISODE = {"device": "cpu", "max_turns": 4, "context_tokens": 16384, "response_tokens": 256,
-               "bash_timeout_s": 60.0}
+RUN_EPISODE = {"device": "cpu", "max_turns": 4, "context_tokens": 16384, "response_tokens": 256, "bash_timeout_s": 60.0}
 
 
 @dataclass
@@ -202,9 +203,16 @@ class RunConfig:
 
     def actor_episodes(self):
         """Whether the stages run episodes of a changing actor on the rollout workers (not the heuristic's only)."""
-        return self.rollouts.backend == "rq" and self.rollouts.policy == "openai" and (
-            "ppo" in self.stages or ("value" in self.stages and self.value.episodes > 0)
-            or ("rft" in self.stages and self.rft.source == "policy") or self.eval_episodes > 0)
+        return (
+            self.rollouts.backend == "rq"
+            and self.rollouts.policy == "openai"
+            and (
+                "ppo" in self.stages
+                or ("value" in self.stages and self.value.episodes > 0)
+                or ("rft" in self.stages and self.rft.source == "policy")
+                or self.eval_episodes > 0
+            )
+        )
 
 
 def refuse_stale(rollouts, who="PPO"):
@@ -214,7 +222,8 @@ def refuse_stale(rollouts, who="PPO"):
             f"rollouts.base_url {rollouts.base_url} serves fixed weights: {who} would roll out the first checkpoint "
             f"forever. Set rollouts.reload: vllm and start the server on RUN/policy with VLLM_SERVER_DEV_MODE=1 and "
             f"--enable-sleep-mode (it then reloads after each step), or leave rollouts.base_url empty (agent.serve "
-            f"is then restarted on each push)")
+            f"is then restarted on each push)"
+        )
 
 
 STAGES = ("single_turn", "rft", "value", "ppo")
@@ -226,8 +235,9 @@ def _build(cls, data, where):
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(where + k for k in unknown)}: "
-                          f"allowed are {', '.join(where + k for k in known)}")
+        raise ConfigError(
+            f"unknown key(s) {', '.join(where + k for k in unknown)}: allowed are {', '.join(where + k for k in known)}"
+        )
     hints = typing.get_type_hints(cls)
     values = {}
     for name, value in data.items():
@@ -282,6 +292,7 @@ def _check(value, kind, key):
 def load(path):
     """The RunConfig of the YAML file PATH."""
     import yaml
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path} does not exist: give the path of a run's YAML config (training/configs/*.yaml)")
@@ -295,6 +306,7 @@ def load(path):
 def override(config, assignments):
     """CONFIG with KEY=VALUE assignments applied (dotted keys, YAML values), validated again."""
     import yaml
+
     data = config.to_json()
     for item in assignments or []:
         key, sep, raw = item.partition("=")
@@ -312,4 +324,5 @@ def override(config, assignments):
 def dump(config, path):
     """Record CONFIG as YAML at PATH (the run folder keeps the configuration it ran with)."""
     import yaml
+
     Path(path).write_text(yaml.safe_dump(config.to_json(), sort_keys=False))

@@ -18,6 +18,7 @@ The split is by task fingerprint (the synthesizer's normalized op-graph hash, el
 two rows of one graph are one task, and a task's side is decided by a hash of its fingerprint alone, so it stays
 on its side as the dataset grows.
 """
+
 import hashlib
 import json
 import logging
@@ -59,6 +60,7 @@ class TaskRow:
 def fingerprint_of(row):
     """The row's fingerprint: the synthesizer's (graph:...), else a hash of the source's syntax tree."""
     from training.synthesis.dedup import FingerprintError, source_fingerprint
+
     if row.get("fingerprint"):
         return row["fingerprint"]
     try:
@@ -88,7 +90,7 @@ def distinct(rows):
 def held_out_side(fingerprint, fraction, seed=0):
     """Whether the task of FINGERPRINT is held out: a hash of the fingerprint alone, so the side never changes."""
     digest = hashlib.sha256(f"{seed}:{fingerprint}".encode()).hexdigest()
-    return int(digest[:12], 16) / 16 ** 12 < fraction
+    return int(digest[:12], 16) / 16**12 < fraction
 
 
 def split(tasks, trajectories, threshold, held_out, seed=0):
@@ -96,6 +98,7 @@ def split(tasks, trajectories, threshold, held_out, seed=0):
     trajectories of training tasks, in TASKS' order. A task the teacher solved (reward >= THRESHOLD) is held out
     by its fingerprint's hash; one it did not is `unreached`."""
     from training.rl.tokens import episode_reward
+
     kept = []
     for task in tasks:
         trajectory = trajectories.get(task.name)
@@ -131,6 +134,7 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     chunk of episodes starts after that (run again to continue)."""
     from training.rl.rollouts import Rollouts
     from training.rl.tasks import Task
+
     out = Path(out)
     threshold = config.rft.threshold if threshold is None else threshold
     tasks, duplicates = distinct(rows)
@@ -149,9 +153,12 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         if stop_after is not None and time.monotonic() - start > stop_after:
             say(f"stopped after {time.monotonic() - start:.0f} s: {len(todo) - i} episodes left; run again to go on")
             break
-        part = todo[i:i + chunk]
-        results = rollouts.run([Task(t.name, str(problems / f"{t.name}.py")) for t in part], "heuristic",
-                               [episode_folder(out, t) for t in part])
+        part = todo[i : i + chunk]
+        results = rollouts.run(
+            [Task(t.name, str(problems / f"{t.name}.py")) for t in part],
+            "heuristic",
+            [episode_folder(out, t) for t in part],
+        )
         failures += [r for r in results if isinstance(r, str)]
         say(f"episodes: {len(tasks) - len(todo) + i + len(part)} / {len(tasks)}")
     trajectories = {t.name: stored(out, t) for t in tasks}
@@ -160,11 +167,19 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     write_jsonl(out / "tasks.jsonl", [t.to_json() for t in tasks])
     write_jsonl(out / "trajectories.jsonl", [t.to_json() for t in kept])
     rewards = [t.teacher_reward for t in tasks if t.teacher_reward is not None]
-    summary = {"rows": len(rows), "duplicates": duplicates, "tasks": len(tasks), "episodes": done,
-               "episodes_left": len(tasks) - done, "failed_to_run": len(failures), "threshold": threshold,
-               "splits": dict(Counter(t.split for t in tasks)), "kept_trajectories": len(kept),
-               "teacher_rewards": {f"{k:g}": v for k, v in sorted(Counter(rewards).items())},
-               "complete": done == len(tasks)}
+    summary = {
+        "rows": len(rows),
+        "duplicates": duplicates,
+        "tasks": len(tasks),
+        "episodes": done,
+        "episodes_left": len(tasks) - done,
+        "failed_to_run": len(failures),
+        "threshold": threshold,
+        "splits": dict(Counter(t.split for t in tasks)),
+        "kept_trajectories": len(kept),
+        "teacher_rewards": {f"{k:g}": v for k, v in sorted(Counter(rewards).items())},
+        "complete": done == len(tasks),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -172,12 +187,18 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
 # -- the command ------------------------------------------------------------------------------------------------
 def add_arguments(parser):
     parser.add_argument("config", help="the run's YAML config: its episode and rollouts sections run the episodes")
-    parser.add_argument("--tasks", required=True, help="a synthesized dataset (python -m training synthesize) or "
-                                                       "any JSONL of {name, code} problems")
+    parser.add_argument(
+        "--tasks",
+        required=True,
+        help="a synthesized dataset (python -m training synthesize) or any JSONL of {name, code} problems",
+    )
     parser.add_argument("--out", required=True, help="the data folder (continued when it exists)")
     parser.add_argument("--held-out", type=float, default=0.15, help="the share of solved tasks held out")
-    parser.add_argument("--threshold", type=float, help="keep trajectories with at least this reward "
-                                                        "(default: the config's rft.threshold)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        help="keep trajectories with at least this reward (default: the config's rft.threshold)",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N rows only")
     parser.add_argument("--stop-after", type=float, help="start no episodes after S seconds (run again to go on)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
@@ -187,14 +208,16 @@ def run(args):
     from training.rl import config as run_config
     from training.rl.config import ConfigError
     from training.rl.tasks import TaskError, read_rows
+
     if not 0 <= args.held_out < 1:
         print("error: --held-out must be in [0, 1)", file=sys.stderr)
         return 2
     try:
         config = run_config.override(run_config.load(args.config), args.set)
         rows = read_rows(args.tasks)
-        summary = build(config, rows[:args.limit] if args.limit else rows, args.out, args.held_out, args.threshold,
-                        args.stop_after)
+        summary = build(
+            config, rows[: args.limit] if args.limit else rows, args.out, args.held_out, args.threshold, args.stop_after
+        )
     except (ConfigError, TaskError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

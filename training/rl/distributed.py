@@ -8,6 +8,7 @@ def gather(accelerator, value):
     if accelerator is None or accelerator.num_processes == 1:
         return [value]
     from accelerate.utils import gather_object
+
     return gather_object([value])
 
 
@@ -28,4 +29,4 @@ def minibatches(order, count, size):
     n = len(order)
     for b in range(count):
         start = b * size
-        yield order[start:start + size] if start < n else [order[(start + k) % n] for k in range(min(size, n))]
+        yield order[start : start + size] if start < n else [order[(start + k) % n] for k in range(min(size, n))]

@@ -4,6 +4,7 @@ Environment tokens (prompt, tool results) are not steps of the decision process:
 next policy token's value and advantage across, so a turn's last token bootstraps from the first token of the
 next turn (verl's treatment of multi-turn sequences). Rewards sit on policy tokens only.
 """
+
 import torch
 
 

@@ -11,6 +11,7 @@ A batch starts as soon as every live episode waits for an answer, or `wait_s` af
 size stays under `max_batch_tokens`. At temperature 0 a batched answer is token for token the one-at-a-time answer
 (left padding with an attention mask: positions count real tokens only).
 """
+
 import logging
 import threading
 import time
@@ -103,8 +104,10 @@ class BatchedGenerator:
             try:
                 results = self.generate_many(taken)
             except Exception as exc:  # noqa: BLE001 -- every waiting episode must hear of it, not hang
-                error = GenerationError(f"a batch of {len(taken)} prompts ({max(len(r.prompt_ids) for r in taken)} "
-                                        f"tokens at most) failed: {type(exc).__name__}: {exc}")
+                error = GenerationError(
+                    f"a batch of {len(taken)} prompts ({max(len(r.prompt_ids) for r in taken)} "
+                    f"tokens at most) failed: {type(exc).__name__}: {exc}"
+                )
                 for request in taken:
                     request.future.set_exception(error)
                 continue
@@ -133,18 +136,25 @@ class BatchedGenerator:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos[0]
         width = max(len(r.prompt_ids) for r in requests)
         ids = torch.tensor([[pad] * (width - len(r.prompt_ids)) + r.prompt_ids for r in requests], device=self.device)
-        attention = torch.tensor([[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in requests],
-                                 device=self.device)
+        attention = torch.tensor(
+            [[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in requests], device=self.device
+        )
         temperature = requests[0].temperature
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
         training = self.lm.training
         self.lm.eval()
         try:
             with torch.no_grad():
-                out = self.lm.generate(ids, attention_mask=attention, max_new_tokens=max(r.max_new_tokens
-                                                                                         for r in requests),
-                                       return_dict_in_generate=True, output_logits=True, eos_token_id=eos,
-                                       pad_token_id=pad, **sampling)
+                out = self.lm.generate(
+                    ids,
+                    attention_mask=attention,
+                    max_new_tokens=max(r.max_new_tokens for r in requests),
+                    return_dict_in_generate=True,
+                    output_logits=True,
+                    eos_token_id=eos,
+                    pad_token_id=pad,
+                    **sampling,
+                )
         finally:
             self.lm.train(training)
         tokens = out.sequences[:, width:]
@@ -153,14 +163,20 @@ class BatchedGenerator:
         logprobs = torch.log_softmax(logits, -1).gather(-1, tokens[..., None]).squeeze(-1)
         results = []
         for row, request in enumerate(requests):
-            response = tokens[row, :request.max_new_tokens].tolist()
+            response = tokens[row, : request.max_new_tokens].tolist()
             end = next((i + 1 for i, token in enumerate(response) if token in eos), None)
             finished = end is not None
             response = response[:end] if finished else response
             body = response[:-1] if finished else response
-            results.append(Generation(self.tokenizer.decode(body, skip_special_tokens=False), request.prompt_ids,
-                                      response, logprobs[row, :len(response)].tolist(),
-                                      "stop" if finished else "length"))
+            results.append(
+                Generation(
+                    self.tokenizer.decode(body, skip_special_tokens=False),
+                    request.prompt_ids,
+                    response,
+                    logprobs[row, : len(response)].tolist(),
+                    "stop" if finished else "length",
+                )
+            )
         self.stats["batches"] += 1
         self.stats["rows"] += len(requests)
         self.stats["generate_s"] += time.monotonic() - t0

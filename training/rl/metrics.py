@@ -1,5 +1,6 @@
 """What a run logs every step, to RUN/metrics.jsonl and TensorBoard event files under RUN/tensorboard/, and the
 guards that stop (or warn) on the signs of collapse PPO shows on this task: an entropy surge, exploding ratios."""
+
 import logging
 import math
 import time
@@ -20,19 +21,26 @@ def distribution(name, values):
     values = sorted(float(v) for v in values if v is not None)
     if not values:
         return {}
-    return {f"{name}_mean": sum(values) / len(values), f"{name}_min": values[0], f"{name}_max": values[-1],
-            f"{name}_p50": values[len(values) // 2]}
+    return {
+        f"{name}_mean": sum(values) / len(values),
+        f"{name}_min": values[0],
+        f"{name}_max": values[-1],
+        f"{name}_p50": values[len(values) // 2],
+    }
 
 
 def episode_summary(trajectory):
     """What the step's statistics need of one trajectory (small: it crosses processes)."""
     verdict = trajectory.verdict or {}
-    return {"verdict": {k: verdict.get(k) for k in ("reward", "correct", "speedup_vs_eager") if k in verdict},
-            "turns": len(trajectory.turns),
-            # turns whose reply parsed into tool calls that all ran: whether the policy has learned the format
-            "well_formed_turns": sum(bool(turn.tool_calls) and not any(c.error for c in turn.tool_calls)
-                                     for turn in trajectory.turns),
-            "response_tokens": sum(len(turn.response_token_ids or []) for turn in trajectory.turns)}
+    return {
+        "verdict": {k: verdict.get(k) for k in ("reward", "correct", "speedup_vs_eager") if k in verdict},
+        "turns": len(trajectory.turns),
+        # turns whose reply parsed into tool calls that all ran: whether the policy has learned the format
+        "well_formed_turns": sum(
+            bool(turn.tool_calls) and not any(c.error for c in turn.tool_calls) for turn in trajectory.turns
+        ),
+        "response_tokens": sum(len(turn.response_token_ids or []) for turn in trajectory.turns),
+    }
 
 
 def episode_stats(trajectories):
@@ -64,8 +72,15 @@ def merge_process_stats(per_process, summed=SUMMED, episodes=True):
         values = [stats[key] for stats, _ in per_process if isinstance(stats.get(key), (int, float))]
         if not values:
             continue
-        merged[key] = sum(values) if key in SUMMED else min(values) if key.endswith("_min") else \
-            max(values) if key.endswith("_max") else sum(values) / len(values)
+        merged[key] = (
+            sum(values)
+            if key in SUMMED
+            else min(values)
+            if key.endswith("_min")
+            else max(values)
+            if key.endswith("_max")
+            else sum(values) / len(values)
+        )
     if episodes:
         merged.update(summary_stats([s for _, summaries in per_process for s in summaries]))
     return merged
@@ -76,14 +91,17 @@ def step_stats(accelerator, stats, summaries):
     statistics, the same on every process (a collective), so that the logged numbers cover all ranks and the
     guards decide alike everywhere."""
     from training.rl.distributed import gather
+
     return merge_process_stats(gather(accelerator, (stats, summaries)))
 
 
 def verdict_stats(verdicts):
     """Rewards (mean, distribution and the share of each reward level), correct rate and speedups of VERDICTS."""
     rewards = [float(v.get("reward", -1.0)) for v in verdicts]
-    out = {"episodes": len(verdicts),
-           "correct_rate": sum(bool(v.get("correct")) for v in verdicts) / max(1, len(verdicts))}
+    out = {
+        "episodes": len(verdicts),
+        "correct_rate": sum(bool(v.get("correct")) for v in verdicts) / max(1, len(verdicts)),
+    }
     out.update(distribution("reward", rewards))
     for value in sorted(set(rewards)):
         out[f"reward_frac_{value:g}"] = rewards.count(value) / len(rewards)
@@ -112,8 +130,12 @@ class Metrics:
         append_jsonl(self.path, record)
         if self.writer is not None:
             for key, value in record.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("step", "time") \
-                        and math.isfinite(value):
+                if (
+                    isinstance(value, (int, float))
+                    and not isinstance(value, bool)
+                    and key not in ("step", "time")
+                    and math.isfinite(value)
+                ):
                     self.writer.add_scalar(f"{self.stage}/{key}", value, step)
             self.writer.flush()
         return record
@@ -151,12 +173,15 @@ class Guards:
         if entropy is not None and self.first_entropy is None:
             self.first_entropy = entropy
         elif entropy is not None and self.first_entropy > 0 and entropy > c.entropy_surge * self.first_entropy:
-            messages.append(f"entropy surge: {entropy:.4g} is over {c.entropy_surge}x its first value "
-                            f"{self.first_entropy:.4g}")
+            messages.append(
+                f"entropy surge: {entropy:.4g} is over {c.entropy_surge}x its first value {self.first_entropy:.4g}"
+            )
         ratio_max, ratio_min = stats.get("ratio_max"), stats.get("ratio_min")
         if ratio_max is not None and (ratio_max > c.ratio_max or ratio_min < 1 / c.ratio_max):
-            messages.append(f"ratio explosion: importance ratios in [{ratio_min:.4g}, {ratio_max:.4g}], outside "
-                            f"[1/{c.ratio_max:g}, {c.ratio_max:g}]")
+            messages.append(
+                f"ratio explosion: importance ratios in [{ratio_min:.4g}, {ratio_max:.4g}], outside "
+                f"[1/{c.ratio_max:g}, {c.ratio_max:g}]"
+            )
         return messages
 
     def state(self):

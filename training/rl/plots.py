@@ -1,6 +1,7 @@
 """PNG plots of a run's stability and learning curves from RUN/metrics.jsonl: importance ratios, entropy, KL and
 clip fraction, rewards, correct rate and well-formed turns, value loss and explained variance, and the fine-tuning
 stages' loss (`python -m training.rl.plots RUN`)."""
+
 import argparse
 import sys
 from pathlib import Path
@@ -8,26 +9,41 @@ from pathlib import Path
 from training.rl.metrics import read
 
 PANELS = {
-    "stability": [("ratio_max", "ratio max"), ("ratio_mean", "ratio mean"), ("ratio_min", "ratio min"),
-                  ("entropy", "entropy"), ("clip_frac", "clip fraction"), ("approx_kl", "approx. KL"),
-                  ("kl_ref", "KL to the reference"), ("explained_variance", "explained variance")],
-    "rewards": [("reward_mean", "mean reward"), ("correct_rate", "correct rate"),
-                ("tool_call_rate", "well-formed turns"), ("value_loss", "value loss"),
-                ("explained_variance", "explained variance")],
+    "stability": [
+        ("ratio_max", "ratio max"),
+        ("ratio_mean", "ratio mean"),
+        ("ratio_min", "ratio min"),
+        ("entropy", "entropy"),
+        ("clip_frac", "clip fraction"),
+        ("approx_kl", "approx. KL"),
+        ("kl_ref", "KL to the reference"),
+        ("explained_variance", "explained variance"),
+    ],
+    "rewards": [
+        ("reward_mean", "mean reward"),
+        ("correct_rate", "correct rate"),
+        ("tool_call_rate", "well-formed turns"),
+        ("value_loss", "value loss"),
+        ("explained_variance", "explained variance"),
+    ],
     # the fine-tuning stages' own curves (RFT, the single-turn warm-up): loss, gradient norm, data kept
     "training": [("loss", "loss"), ("grad_norm", "gradient norm"), ("kept", "trajectories kept")],
 }
 # Panels drawn for some stages only (PPO's and the critic's own losses are in the other panels).
 PANEL_STAGES = {"training": ("rft", "single_turn")}
 # The held-out learning curve: one point per evaluation, after RFT, value pre-training and every few PPO steps.
-LEARNING = [("correct_rate", "held-out correct rate"), ("reward_mean", "held-out mean reward"),
-            ("tool_call_rate", "well-formed turns")]
+LEARNING = [
+    ("correct_rate", "held-out correct rate"),
+    ("reward_mean", "held-out mean reward"),
+    ("tool_call_rate", "well-formed turns"),
+]
 
 
 def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
     """Write RUN/plots/STAGE-PANEL.png for every stage with records; the paths written (none without matplotlib)."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -65,8 +81,10 @@ def learning_curve(run_dir, plt):
     present = [(key, label) for key, label in LEARNING if any(r.get(key) is not None for r in records)]
     if not present:
         return None
-    names = [r.get("after", "") + (f" {r['ppo_steps']}" if r.get("after") == "ppo" and "ppo_steps" in r else "")
-             for r in records]
+    names = [
+        r.get("after", "") + (f" {r['ppo_steps']}" if r.get("after") == "ppo" and "ppo_steps" in r else "")
+        for r in records
+    ]
     fig, axes = plt.subplots(1, len(present), figsize=(3.6 * len(present), 3.0), squeeze=False)
     for ax, (key, label) in zip(axes[0], present):
         ax.plot(range(len(records)), [r.get(key) for r in records], marker="o", markersize=3)
@@ -92,8 +110,10 @@ def main(argv=None):
         return 2
     written = plot(args.run)
     if not written:
-        print("error: nothing plotted: matplotlib is not installed, or the run has no records to plot yet",
-              file=sys.stderr)
+        print(
+            "error: nothing plotted: matplotlib is not installed, or the run has no records to plot yet",
+            file=sys.stderr,
+        )
         return 1
     for path in written:
         print(path)

@@ -10,6 +10,7 @@ prompts only) and verl's multi-turn PPO needs Ray and its own rollout workers. T
 core_algos: token-mean aggregation, GAE that skips environment tokens, dual-clipped value loss. Under several
 processes each rank runs its own share of the episodes; metrics are the main process's.
 """
+
 import time
 
 import torch
@@ -29,11 +30,13 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, clip, clip_high=None):
     clipped = -advantages * torch.clamp(ratio, 1 - clip, 1 + (clip if clip_high is None else clip_high))
     loss = masked_mean(torch.maximum(unclipped, clipped), mask)
     on = mask > 0
-    stats = {"clip_frac": masked_mean((clipped > unclipped).float(), mask).item(),
-             "ratio_mean": masked_mean(ratio, mask).item(),
-             "ratio_min": ratio[on].min().item() if on.any() else 1.0,
-             "ratio_max": ratio[on].max().item() if on.any() else 1.0,
-             "approx_kl": masked_mean(old_logprobs - logprobs, mask).item()}
+    stats = {
+        "clip_frac": masked_mean((clipped > unclipped).float(), mask).item(),
+        "ratio_mean": masked_mean(ratio, mask).item(),
+        "ratio_min": ratio[on].min().item() if on.any() else 1.0,
+        "ratio_max": ratio[on].max().item() if on.any() else 1.0,
+        "approx_kl": masked_mean(old_logprobs - logprobs, mask).item(),
+    }
     return loss, stats
 
 
@@ -68,8 +71,12 @@ def per_row(forward, model, batch):
     width = batch.token_ids.shape[1]
     rows = []
     for i, length in enumerate(batch.attention.sum(1).tolist()):
-        out = forward(module, batch.token_ids[i:i + 1, :int(length)], None,
-                      None if positions is None else positions[i:i + 1, :int(length)])
+        out = forward(
+            module,
+            batch.token_ids[i : i + 1, : int(length)],
+            None,
+            None if positions is None else positions[i : i + 1, : int(length)],
+        )
         rows.append(torch.cat([out, out.new_zeros(1, width - out.shape[1], *out.shape[2:])], 1))
     return torch.cat(rows, 0)
 
@@ -77,10 +84,14 @@ def per_row(forward, model, batch):
 def token_logprobs(model, batch, temperature=1.0):
     """([B, T] log-probability of each token given the ones before it, [B, T] entropy of that distribution);
     position 0 (nothing before it) is 0."""
+
     def rows(module, ids, attention, positions):
         # no KV cache: scoring needs none, and transformers reads packed samples' positions only without one
-        logits = module(input_ids=ids, attention_mask=attention, position_ids=positions,
-                        use_cache=False).logits[:, :-1].float()
+        logits = (
+            module(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=False)
+            .logits[:, :-1]
+            .float()
+        )
         logp = torch.log_softmax(logits / temperature, dim=-1)
         chosen = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
         entropy = -(logp.exp() * logp).sum(-1)
@@ -93,6 +104,7 @@ def token_logprobs(model, batch, temperature=1.0):
 
 def token_values(critic, batch):
     """[B, T] values: position t holds the critic's value of the state before token t is generated."""
+
     def rows(module, ids, attention, positions):
         values = module(ids, attention, positions).float()[:, :-1]
         return torch.cat([values.new_zeros(values.shape[0], 1), values], 1)
@@ -101,8 +113,9 @@ def token_values(critic, batch):
 
 
 # -- one PPO update -----------------------------------------------------------------------------------------------
-def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, reference=None, temperature=1.0,
-           generator=None):
+def update(
+    actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, reference=None, temperature=1.0, generator=None
+):
     """One PPO update on BATCH (rollouts of the current actor); returns the step's statistics."""
     mask = batch.mask
     with torch.no_grad():
@@ -114,12 +127,17 @@ def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, refere
     if cfg.whiten_advantages and mask.sum() > 1:
         advantages = masked_whiten(advantages, mask)
     recorded = mask * (batch.logprobs != 0)  # tokens whose rollout log-prob the policy recorded
-    stats = {"explained_variance": explained_variance(old_values, returns, mask),
-             "value_mean": masked_mean(old_values, mask).item(), "return_mean": masked_mean(returns, mask).item(),
-             "advantage_mean": advantage_mean,
-             "rollout_logprob_gap": masked_mean((batch.logprobs - old_logprobs).abs(), recorded).item()
-             if recorded.sum() > 0 else 0.0,
-             "policy_tokens": int(mask.sum().item()), "sequence_tokens": int(batch.attention.sum().item())}
+    stats = {
+        "explained_variance": explained_variance(old_values, returns, mask),
+        "value_mean": masked_mean(old_values, mask).item(),
+        "return_mean": masked_mean(returns, mask).item(),
+        "advantage_mean": advantage_mean,
+        "rollout_logprob_gap": masked_mean((batch.logprobs - old_logprobs).abs(), recorded).item()
+        if recorded.sum() > 0
+        else 0.0,
+        "policy_tokens": int(mask.sum().item()),
+        "sequence_tokens": int(batch.attention.sum().item()),
+    }
     rows = []
     count = batch_count(accelerator, len(batch), cfg.minibatch_size)  # the same on every rank
     for _ in range(cfg.epochs):
@@ -129,8 +147,9 @@ def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, refere
             mb, mb_mask = batch.select(index), mask[index]
             # the actor: clipped surrogate, entropy bonus, KL to the reference; environment tokens masked out
             logprobs, entropy = token_logprobs(actor, mb, temperature)
-            pg_loss, row = policy_loss(logprobs, old_logprobs[index], advantages[index], mb_mask, cfg.clip,
-                                       cfg.clip_high)
+            pg_loss, row = policy_loss(
+                logprobs, old_logprobs[index], advantages[index], mb_mask, cfg.clip, cfg.clip_high
+            )
             entropy_mean = masked_mean(entropy, mb_mask)
             loss = pg_loss - cfg.entropy_coef * entropy_mean
             if ref_logprobs is not None:
@@ -151,8 +170,9 @@ def update(actor, critic, batch, cfg, actor_opt, critic_opt, accelerator, refere
             rows.append(row)
     for key in rows[0]:
         values = [r[key] for r in rows]
-        stats[key] = min(values) if key == "ratio_min" else max(values) if key == "ratio_max" \
-            else sum(values) / len(values)
+        stats[key] = (
+            min(values) if key == "ratio_min" else max(values) if key == "ratio_max" else sum(values) / len(values)
+        )
     return stats
 
 
@@ -174,8 +194,9 @@ def train(run):
     for step in run.progress(range(start, cfg.steps), "ppo", cfg.steps, start):
         t0 = time.monotonic()
         rollouts.sync(acc.unwrap_model(actor), acc)
-        trajectories = rollouts.collect(run.train_tasks(cfg.episodes_per_step, step), "actor",
-                                        run.episodes_dir("ppo", step))
+        trajectories = rollouts.collect(
+            run.train_tasks(cfg.episodes_per_step, step), "actor", run.episodes_dir("ppo", step)
+        )
         rollout_s = time.monotonic() - t0
         batch = run.batch(trajectories)
         t1 = time.monotonic()
@@ -190,17 +211,24 @@ def train(run):
             metrics.log(step, stats)
         if alarms or (step + 1) % run.config.checkpoint_every == 0 or step + 1 == cfg.steps:
             run.save("ppo", step, {"actor": actor, "critic": critic}, optimizers, guards.state())
-        if cfg.eval_every and (step + 1) % cfg.eval_every == 0 and step + 1 < cfg.steps and \
-                run.config.eval_episodes and acc.is_main_process:
+        if (
+            cfg.eval_every
+            and (step + 1) % cfg.eval_every == 0
+            and step + 1 < cfg.steps
+            and run.config.eval_episodes
+            and acc.is_main_process
+        ):
             run.evaluate("ppo", acc.unwrap_model(actor), ppo_steps=step + 1)  # the learning curve, held out
         for alarm in alarms:
             run.log.warning("ppo step %d: %s", step, alarm)
         if alarms and cfg.guards.action == "stop":
             rollouts.stop_server()
             metrics.close()
-            raise TrainingCollapsed(f"PPO stopped at step {step} (checkpoint kept): {'; '.join(alarms)}. Lower "
-                                    f"ppo.lr or ppo.clip, run more RFT or value pre-training, or set "
-                                    f"ppo.guards.action: warn to go on")
+            raise TrainingCollapsed(
+                f"PPO stopped at step {step} (checkpoint kept): {'; '.join(alarms)}. Lower "
+                f"ppo.lr or ppo.clip, run more RFT or value pre-training, or set "
+                f"ppo.guards.action: warn to go on"
+            )
     rollouts.stop_server()
     metrics.close()
     return acc.unwrap_model(actor)

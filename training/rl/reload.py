@@ -11,6 +11,7 @@ weights' keys and values). The server must be started on RUN/policy/ with them e
 
 A server that cannot reload (no `rollouts.reload: vllm`) is refused before any episode is run.
 """
+
 import json
 import logging
 import urllib.error
@@ -19,9 +20,13 @@ import urllib.request
 log = logging.getLogger(__name__)
 
 # vLLM's development endpoints, at the server's root (not under /v1), in order.
-VLLM_STEPS = [("POST", "/sleep?level=2", None), ("POST", "/wake_up?tags=weights", None),
-              ("POST", "/collective_rpc", {"method": "reload_weights"}), ("POST", "/wake_up?tags=kv_cache", None),
-              ("POST", "/reset_prefix_cache", None)]
+VLLM_STEPS = [
+    ("POST", "/sleep?level=2", None),
+    ("POST", "/wake_up?tags=weights", None),
+    ("POST", "/collective_rpc", {"method": "reload_weights"}),
+    ("POST", "/wake_up?tags=kv_cache", None),
+    ("POST", "/reset_prefix_cache", None),
+]
 
 
 class ReloadError(RuntimeError):
@@ -46,11 +51,16 @@ def reload_vllm(base_url, api_key="", timeout_s=600.0):
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 response.read()
         except urllib.error.HTTPError as exc:
-            hint = (" (start the server with VLLM_SERVER_DEV_MODE=1 and --enable-sleep-mode)"
-                    if exc.code in (404, 405) else "")
-            raise ReloadError(f"{root + path} answered HTTP {exc.code}{hint}: the server still holds the previous "
-                              f"weights") from None
+            hint = (
+                " (start the server with VLLM_SERVER_DEV_MODE=1 and --enable-sleep-mode)"
+                if exc.code in (404, 405)
+                else ""
+            )
+            raise ReloadError(
+                f"{root + path} answered HTTP {exc.code}{hint}: the server still holds the previous weights"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise ReloadError(f"{root + path} failed ({getattr(exc, 'reason', exc)}): is the policy server at "
-                              f"{base_url} running?") from None
+            raise ReloadError(
+                f"{root + path} failed ({getattr(exc, 'reason', exc)}): is the policy server at {base_url} running?"
+            ) from None
     log.info("policy server %s reloaded its weights", root)

@@ -6,6 +6,7 @@ reward clears a threshold, then supervised fine-tuning of the actor with the los
 The episodes are collected once and stored in RUN/rft/trajectories.jsonl, so a resumed stage trains on the same
 data; value pre-training reuses them.
 """
+
 from pathlib import Path
 
 import torch
@@ -54,14 +55,17 @@ def collect(run, actor=None):
     if stored:
         return stored
     if run.config.rft.data:
-        raise RFTError(f"rft.data {path} holds no trajectory: build it with `python -m training data` (its "
-                       f"trajectories.jsonl), or leave rft.data empty to collect episodes in the run")
+        raise RFTError(
+            f"rft.data {path} holds no trajectory: build it with `python -m training data` (its "
+            f"trajectories.jsonl), or leave rft.data empty to collect episodes in the run"
+        )
     cfg = run.config.rft
     rollouts = run.rollouts()
     if cfg.source == "policy":
         rollouts.sync(actor, run.accelerator)
-    trajectories = rollouts.collect(run.train_tasks(cfg.episodes, 0), "actor" if cfg.source == "policy"
-                                    else "heuristic", run.episodes_dir("rft", 0))
+    trajectories = rollouts.collect(
+        run.train_tasks(cfg.episodes, 0), "actor" if cfg.source == "policy" else "heuristic", run.episodes_dir("rft", 0)
+    )
     rollouts.stop_server()
     write_jsonl(path, [t.to_json() for t in trajectories])
     return trajectories
@@ -74,8 +78,10 @@ def train(run):
     kept = keep(trajectories, cfg.threshold)
     if not kept:
         rewards = sorted(episode_reward(t) for t in trajectories)
-        raise RFTError(f"no trajectory of {len(trajectories)} reached rft.threshold {cfg.threshold} (rewards "
-                       f"{rewards}): lower the threshold or collect more episodes (rft.episodes)")
+        raise RFTError(
+            f"no trajectory of {len(trajectories)} reached rft.threshold {cfg.threshold} (rewards "
+            f"{rewards}): lower the threshold or collect more episodes (rft.episodes)"
+        )
     samples = run.samples(kept)
     rows = tokens.pack(samples, cfg.max_tokens) if cfg.pack else samples
     optimizer = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
@@ -87,8 +93,9 @@ def train(run):
         order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(run.config.seed + epoch))
         losses, norms = [], []
         for b, index in enumerate(minibatches(order.tolist(), per_epoch, cfg.batch_size)):
-            lr = lr_at(epoch * per_epoch + b, cfg.epochs * per_epoch, cfg.lr, cfg.schedule, cfg.warmup,
-                       cfg.min_lr_ratio)
+            lr = lr_at(
+                epoch * per_epoch + b, cfg.epochs * per_epoch, cfg.lr, cfg.schedule, cfg.warmup, cfg.min_lr_ratio
+            )
             set_lr(optimizer, lr)
             batch = run.batch(samples=[rows[j] for j in index])
             loss = sft_loss(actor, batch)
@@ -97,12 +104,19 @@ def train(run):
             norms.append(float(acc.clip_grad_norm_(actor.parameters(), run.config.ppo.max_grad_norm)))
             optimizer.step()
             losses.append(loss.item())
-        record = {"loss": sum(losses) / len(losses), "grad_norm": sum(norms) / len(norms), "lr": lr,
-                  "rows": len(rows), "collected": len(trajectories), "kept": len(kept),
-                  "policy_tokens": sum(sum(s.mask) for s in samples), **distribution("kept_reward",
-                                                                                    [episode_reward(t) for t in kept])}
-        record = merge_process_stats(gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens", "rows"},
-                                     episodes=False)  # every rank's share of the episodes
+        record = {
+            "loss": sum(losses) / len(losses),
+            "grad_norm": sum(norms) / len(norms),
+            "lr": lr,
+            "rows": len(rows),
+            "collected": len(trajectories),
+            "kept": len(kept),
+            "policy_tokens": sum(sum(s.mask) for s in samples),
+            **distribution("kept_reward", [episode_reward(t) for t in kept]),
+        }
+        record = merge_process_stats(
+            gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens", "rows"}, episodes=False
+        )  # every rank's share of the episodes
         record["kept_fraction"] = record["kept"] / record["collected"]
         if acc.is_main_process:
             metrics.log(epoch, record)

@@ -10,6 +10,7 @@ or `rollouts.base_url` with `rollouts.reload: vllm`: a vLLM server on RUN/policy
 training/rl/reload.py; a server that cannot reload is refused). Each trajectory keeps the token data
 training needs (agent.trajectory.Turn: prompt and response ids, response log-probs).
 """
+
 import logging
 import os
 import subprocess
@@ -66,8 +67,7 @@ class LivePolicy(TransformersPolicy):
             self.joined = False
 
     def generate(self, messages, tools, max_new_tokens=None, temperature=None):
-        g = super().generate(messages, tools, max_new_tokens, temperature,
-                             prompt_ids=self._continued(messages, tools))
+        g = super().generate(messages, tools, max_new_tokens, temperature, prompt_ids=self._continued(messages, tools))
         self.last = (list(messages), g)
         return g
 
@@ -83,14 +83,14 @@ class LivePolicy(TransformersPolicy):
         if len(messages) <= n + 1 or messages[:n] != previous or messages[n].get("role") != "assistant":
             return None
         render = self.tokenizer.apply_chat_template
-        answered = render(template_messages(messages[:n + 1]), tools=tools or None, tokenize=False)
+        answered = render(template_messages(messages[: n + 1]), tools=tools or None, tokenize=False)
         prompt = render(template_messages(messages), tools=tools or None, add_generation_prompt=True, tokenize=False)
         eos = self.tokenizer.eos_token
         cut = answered.rfind(eos)
         if cut < 0 or not prompt.startswith(answered[:cut]):
             return None
         # the answer's end-of-turn token is the model's when it generated one, the environment's when it was cut off
-        tail = prompt[cut + len(eos):] if g.finish_reason == "stop" else prompt[cut:]
+        tail = prompt[cut + len(eos) :] if g.finish_reason == "stop" else prompt[cut:]
         return g.prompt_token_ids + g.response_token_ids + self.tokenizer(tail, add_special_tokens=False)["input_ids"]
 
 
@@ -143,6 +143,7 @@ class Rollouts:
             self.tokenizer.save_pretrained(tmp)
             if folder.exists():
                 import shutil
+
                 shutil.rmtree(folder)
             tmp.rename(folder)
         r = self.config.rollouts
@@ -165,14 +166,27 @@ class Rollouts:
         if who == "heuristic":
             return "heuristic", {}
         if self.config.rollouts.backend == "inprocess":
-            return LivePolicy(self.generator, temperature=e.temperature, max_new_tokens=e.response_tokens,
-                              max_context=e.context_tokens)
+            return LivePolicy(
+                self.generator,
+                temperature=e.temperature,
+                max_new_tokens=e.response_tokens,
+                max_context=e.context_tokens,
+            )
         if self.config.rollouts.policy == "openai":
             url = self.config.rollouts.base_url or self.server.url
-            return "openai", {"base_url": url, "token_ids": True, "temperature": e.temperature,
-                              "max_tokens": e.response_tokens, "model": ""}
-        return "transformers", {"model": str(self.run_dir / "policy"), "temperature": e.temperature,
-                                "max_new_tokens": e.response_tokens, "max_context": e.context_tokens}
+            return "openai", {
+                "base_url": url,
+                "token_ids": True,
+                "temperature": e.temperature,
+                "max_tokens": e.response_tokens,
+                "model": "",
+            }
+        return "transformers", {
+            "model": str(self.run_dir / "policy"),
+            "temperature": e.temperature,
+            "max_new_tokens": e.response_tokens,
+            "max_context": e.context_tokens,
+        }
 
     # -- episodes -----------------------------------------------------------------------------------------------
     def collect(self, tasks, who, folder):
@@ -184,8 +198,10 @@ class Rollouts:
         errors = [r for r in results if isinstance(r, str)]
         self.failures = len(errors)
         if not trajectories:
-            raise RolloutError(f"no episode could be run ({len(errors)} failed); the first error: "
-                               f"{errors[0] if errors else 'no task given'}")
+            raise RolloutError(
+                f"no episode could be run ({len(errors)} failed); the first error: "
+                f"{errors[0] if errors else 'no task given'}"
+            )
         return trajectories
 
     def run(self, tasks, who, outs):
@@ -196,8 +212,9 @@ class Rollouts:
         else:
             r = self.config.rollouts
             if who == "actor":
-                self.generator = BatchedGenerator(self.actor, self.tokenizer, self.device, r.max_batch,
-                                                  r.max_batch_tokens, r.batch_wait_s)
+                self.generator = BatchedGenerator(
+                    self.actor, self.tokenizer, self.device, r.max_batch, r.max_batch_tokens, r.batch_wait_s
+                )
             try:
                 with ThreadPoolExecutor(r.workers) as pool:
                     results = list(pool.map(lambda pair: self._episode(pair[0], who, pair[1]), zip(tasks, outs)))
@@ -231,11 +248,22 @@ class Rollouts:
         queue = self._queue()
         name, options = self._policy(who)
         episode = episode_config(self.config, who).to_json()
-        return [queue.enqueue(run_episode, kwargs={"problem": task.path, "out": str(out), "policy": name,
-                                                   "options": options, "episode": dict(episode)},
-                              job_timeout=self.config.rollouts.job_timeout_s, result_ttl=24 * 3600,
-                              description=f"rollout {task.name} ({who})")
-                for task, out in zip(tasks, outs)]
+        return [
+            queue.enqueue(
+                run_episode,
+                kwargs={
+                    "problem": task.path,
+                    "out": str(out),
+                    "policy": name,
+                    "options": options,
+                    "episode": dict(episode),
+                },
+                job_timeout=self.config.rollouts.job_timeout_s,
+                result_ttl=24 * 3600,
+                description=f"rollout {task.name} ({who})",
+            )
+            for task, out in zip(tasks, outs)
+        ]
 
     def gather(self, jobs, poll_s=0.5):
         """Each job's Trajectory, or an error string for a job that failed or was stopped."""
@@ -253,8 +281,10 @@ class Rollouts:
                     results[i] = f"job {job.id} {status}: {info[-1] if info else ''}"
                     log.warning("rollout %s", results[i])
             if time.monotonic() > deadline:
-                raise RolloutError(f"rollout jobs did not finish in {self.config.rollouts.job_timeout_s} s: are "
-                                   f"workers listening on the {self.config.rollouts.queue!r} queue?")
+                raise RolloutError(
+                    f"rollout jobs did not finish in {self.config.rollouts.job_timeout_s} s: are "
+                    f"workers listening on the {self.config.rollouts.queue!r} queue?"
+                )
             if any(r is None for r in results):
                 time.sleep(poll_s)
         return results
@@ -262,6 +292,7 @@ class Rollouts:
     def _queue(self):
         from redis import Redis
         from rq import Queue
+
         url = self.config.rollouts.redis_url or os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
         return Queue(self.config.rollouts.queue, connection=Redis.from_url(url))
 
@@ -271,9 +302,24 @@ class PolicyServer:
     policy. vLLM serves large models in production: point rollouts.base_url at it instead."""
 
     def __init__(self, folder, host="127.0.0.1", timeout_s=300):
-        self.proc = subprocess.Popen([sys.executable, "-m", "agent.serve", "--model", str(folder), "--name", "actor",
-                                      "--host", host, "--port", "0"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agent.serve",
+                "--model",
+                str(folder),
+                "--name",
+                "actor",
+                "--host",
+                host,
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline, lines = time.monotonic() + timeout_s, []
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()

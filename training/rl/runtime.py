@@ -1,5 +1,6 @@
 """A run: its folder, config record, accelerator, tasks, tokenizer, models per stage, resume and common plumbing
 shared by the stages (each stage module keeps only its algorithm)."""
+
 import logging
 import random
 import time
@@ -13,8 +14,12 @@ from training.rl import tasks as run_tasks
 from training.rl.config import STAGES
 from training.rl.distributed import mean
 
-TOTALS = {"single_turn": lambda c: c.single_turn.steps, "rft": lambda c: c.rft.epochs,
-          "value": lambda c: c.value.max_epochs, "ppo": lambda c: c.ppo.steps}
+TOTALS = {
+    "single_turn": lambda c: c.single_turn.steps,
+    "rft": lambda c: c.rft.epochs,
+    "value": lambda c: c.value.max_epochs,
+    "ppo": lambda c: c.ppo.steps,
+}
 
 
 class OutOfTime(RuntimeError):
@@ -26,12 +31,12 @@ class Run:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
         from transformers.utils import logging as hf_logging
+
         hf_logging.disable_progress_bar()  # the stages' own bars say what is going on
         self.config, self.quiet = config, quiet
         self.deadline = time.monotonic() + stop_after if stop_after is not None else None
         self.dir = Path(config.run_dir).resolve()
-        self.accelerator = Accelerator(cpu=not torch.cuda.is_available(),
-                                       mixed_precision=config.model.mixed_precision)
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=config.model.mixed_precision)
         set_seed(config.seed)
         self.log = logging.LoggerAdapter(logging.getLogger("training.rl"), {"run": self.dir.name})
         with self.accelerator.main_process_first():
@@ -39,9 +44,13 @@ class Run:
             if self.accelerator.is_main_process:
                 run_config.dump(config, self.dir / "config.yaml")
             self.train_set, self.held_out = run_tasks.load(config.tasks, self.dir / "tasks", config.seed)
-            self.base = models.base_checkpoint(config.model, self.dir / "base",
-                                               [t.source for t in self.train_set + self.held_out], config.seed,
-                                               self._tokenizer_trajectories())
+            self.base = models.base_checkpoint(
+                config.model,
+                self.dir / "base",
+                [t.source for t in self.train_set + self.held_out],
+                config.seed,
+                self._tokenizer_trajectories(),
+            )
         self.tokenizer = models.load_tokenizer(self.base)
 
     def _tokenizer_trajectories(self):
@@ -50,24 +59,25 @@ class Run:
         if self.config.model.path or not self.config.rft.data or (self.dir / "base" / "config.json").is_file():
             return []
         from training.rl.rft import load_trajectories
+
         return load_trajectories(self.config.rft.data)
 
     # -- models -------------------------------------------------------------------------------------------------
     def actor(self, stage):
         """The actor STAGE trains: its own last checkpoint, else the last one an earlier stage left, else the base."""
-        path = checkpoints.model_from(self.dir, "actor", STAGES[:STAGES.index(stage) + 1]) or self.base
+        path = checkpoints.model_from(self.dir, "actor", STAGES[: STAGES.index(stage) + 1]) or self.base
         self.log.info("%s: actor from %s", stage, path)
         return models.load_actor(path, self.config.model.dtype)
 
     def critic(self, stage):
-        path = checkpoints.model_from(self.dir, "critic", STAGES[:STAGES.index(stage) + 1])
+        path = checkpoints.model_from(self.dir, "critic", STAGES[: STAGES.index(stage) + 1])
         base = (self.config.critic.path if self.config.critic and self.config.critic.path else None) or self.base
         self.log.info("%s: critic from %s", stage, path or base)
         return models.ValueModel.from_pretrained(path or base, self.config.model.dtype)
 
     def reference(self):
         """The frozen actor PPO started from (for the KL term)."""
-        path = checkpoints.model_from(self.dir, "actor", STAGES[:STAGES.index("ppo")]) or self.base
+        path = checkpoints.model_from(self.dir, "actor", STAGES[: STAGES.index("ppo")]) or self.base
         ref = models.load_actor(path, self.config.model.dtype).to(self.accelerator.device).eval()
         ref.requires_grad_(False)
         return ref
@@ -87,17 +97,29 @@ class Run:
 
     def save(self, stage, step, models_, optimizers, extra=None):
         """Checkpoint STAGE after STEP; then OutOfTime when the time budget is spent (every rank alike)."""
-        folder = checkpoints.save(self.dir, stage, step, self.accelerator, models_, optimizers,
-                                  {"total": TOTALS[stage](self.config), **(extra or {})})
+        folder = checkpoints.save(
+            self.dir,
+            stage,
+            step,
+            self.accelerator,
+            models_,
+            optimizers,
+            {"total": TOTALS[stage](self.config), **(extra or {})},
+        )
         if self.deadline is not None and mean(self.accelerator, time.monotonic() > self.deadline) > 0:
-            raise OutOfTime(f"{stage}: stopped after step {step} for the time budget (checkpoint kept): run the "
-                            f"same command again to go on")
+            raise OutOfTime(
+                f"{stage}: stopped after step {step} for the time budget (checkpoint kept): run the "
+                f"same command again to go on"
+            )
         return folder
 
     def evaluated(self, after):
         """Whether an evaluation after the stage AFTER is recorded (one cut short by a stop is run on resume)."""
-        return any(r.get("after") == after and r.get("ppo_steps", 0) in (0, self.config.ppo.steps)
-                   for r in _records(self.dir) if r["stage"] == "eval")
+        return any(
+            r.get("after") == after and r.get("ppo_steps", 0) in (0, self.config.ppo.steps)
+            for r in _records(self.dir)
+            if r["stage"] == "eval"
+        )
 
     def stage_done(self, stage):
         folder = checkpoints.latest(self.dir, stage)
@@ -109,6 +131,7 @@ class Run:
     # -- data -----------------------------------------------------------------------------------------------------
     def rollouts(self):
         from training.rl.rollouts import Rollouts
+
         return Rollouts(self.config, self.dir, self.tokenizer, self.accelerator.device)
 
     def train_tasks(self, n, step, pool=None):
@@ -117,15 +140,20 @@ class Run:
         rng = random.Random(self.config.seed * 100_003 + step)
         chosen = rng.sample(pool, n) if n <= len(pool) else [rng.choice(pool) for _ in range(n)]
         acc = self.accelerator
-        return chosen[acc.process_index::acc.num_processes] or chosen[:1]
+        return chosen[acc.process_index :: acc.num_processes] or chosen[:1]
 
     def episodes_dir(self, stage, step):
         return self.dir / "episodes" / stage / f"step-{step}" / f"rank-{self.accelerator.process_index}"
 
     def samples(self, trajectories):
         r = self.config.rollouts
-        return [s for t in trajectories for s in tokens.samples(t, self.tokenizer, self.config.episode.context_tokens,
-                                                                 r.format_penalty, r.turn_penalty)]
+        return [
+            s
+            for t in trajectories
+            for s in tokens.samples(
+                t, self.tokenizer, self.config.episode.context_tokens, r.format_penalty, r.turn_penalty
+            )
+        ]
 
     def batch(self, trajectories=None, samples=None):
         samples = samples if samples is not None else self.samples(trajectories)
@@ -133,14 +161,21 @@ class Run:
 
     def progress(self, iterable, stage, total, start):
         from tqdm.auto import tqdm
-        return tqdm(iterable, desc=stage, total=total - start if total > start else 0, initial=0,
-                    disable=self.quiet or not self.accelerator.is_main_process)
+
+        return tqdm(
+            iterable,
+            desc=stage,
+            total=total - start if total > start else 0,
+            initial=0,
+            disable=self.quiet or not self.accelerator.is_main_process,
+        )
 
     # -- evaluation -------------------------------------------------------------------------------------------------
     def evaluate(self, after, actor, ppo_steps=None):
         """Correct rate, rewards and well-formed-turn share of the actor on held-out tasks (logged as stage 'eval',
         with the stage AFTER which it ran and how many PPO steps the actor has had); the record."""
         from training.rl.metrics import Metrics, episode_stats
+
         n = self.config.eval_episodes
         held = self.held_out or self.train_set
         chosen = [held[i % len(held)] for i in range(n)]
@@ -153,12 +188,20 @@ class Run:
         metrics = Metrics(self.dir, "eval")
         if ppo_steps is None:
             ppo_steps = self.config.ppo.steps if after == "ppo" else 0
-        record = metrics.log(step, {"after": after, "ppo_steps": ppo_steps, **episode_stats(trajectories),
-                                    "rollout_failures": rollouts.failures})
+        record = metrics.log(
+            step,
+            {
+                "after": after,
+                "ppo_steps": ppo_steps,
+                **episode_stats(trajectories),
+                "rollout_failures": rollouts.failures,
+            },
+        )
         metrics.close()
         return record
 
 
 def _records(run_dir):
     from training.rl.metrics import read
+
     return read(run_dir)

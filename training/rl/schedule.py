@@ -1,5 +1,6 @@
 """Learning-rate schedules of the fine-tuning stages: a linear warm-up, then constant or a cosine decay to a floor.
 Computed from the global step alone, so a resumed stage continues on the same curve."""
+
 import math
 
 

@@ -3,6 +3,7 @@ rewards it, and a short PPO phase lifts raw kernel-writing ability before the ac
 
     python -m training train CONFIG.yaml --stage single_turn
 """
+
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,16 +18,20 @@ from training.rl.ppo import update
 from training.rl.rollouts import LivePolicy
 from training.rl.tokens import Sample
 
-SYSTEM = ("You are an expert GPU performance engineer. Rewrite the given PyTorch Model as ModelNew with custom "
-          "{kernels}: same constructor arguments, same outputs. Answer with one complete Python file in a single "
-          "```python block, nothing else.")
+SYSTEM = (
+    "You are an expert GPU performance engineer. Rewrite the given PyTorch Model as ModelNew with custom "
+    "{kernels}: same constructor arguments, same outputs. Answer with one complete Python file in a single "
+    "```python block, nothing else."
+)
 CODE = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
 def messages(task, device):
     kernels = "CUDA kernels" if device == "cuda" else "C++ kernels for the CPU"
-    return [{"role": "system", "content": SYSTEM.format(kernels=kernels)},
-            {"role": "user", "content": f"problem.py:\n```python\n{task.source.strip()}\n```"}]
+    return [
+        {"role": "system", "content": SYSTEM.format(kernels=kernels)},
+        {"role": "user", "content": f"problem.py:\n```python\n{task.source.strip()}\n```"},
+    ]
 
 
 def extract(text):
@@ -62,27 +67,43 @@ def train(run):
     e = run.config.episode
     r = run.config.rollouts
     generator = BatchedGenerator(acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens)
-    policy = LivePolicy(generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens,
-                        max_context=e.context_tokens)
+    policy = LivePolicy(
+        generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens, max_context=e.context_tokens
+    )
     for step in run.progress(range(start, cfg.steps), "single_turn", cfg.steps, start):
         t0 = time.monotonic()
         tasks = run.train_tasks(cfg.prompts_per_step, step)
-        generations = generator.generate_all([policy.prompt(messages(task, e.device), None) for task in tasks],
-                                             e.temperature)
+        generations = generator.generate_all(
+            [policy.prompt(messages(task, e.device), None) for task in tasks], e.temperature
+        )
         folder = Path(run.episodes_dir("single_turn", step))
         with ThreadPoolExecutor(run.config.rollouts.workers) as pool:
-            verdicts = list(pool.map(lambda i: score(tasks[i], generations[i].text, folder / f"{i:03d}-{tasks[i].name}",
-                                                     e.eval), range(len(tasks))))
-        samples = [Sample(g.prompt_token_ids + g.response_token_ids, [0] * len(g.prompt_token_ids) +
-                          [1] * len(g.response_token_ids), [0.0] * len(g.prompt_token_ids) + g.response_logprobs,
-                          [0.0] * (len(g.prompt_token_ids) + len(g.response_token_ids) - 1) + [float(v["reward"])])
-                   for g, v in zip(generations, verdicts) if g.response_token_ids]
+            verdicts = list(
+                pool.map(
+                    lambda i: score(tasks[i], generations[i].text, folder / f"{i:03d}-{tasks[i].name}", e.eval),
+                    range(len(tasks)),
+                )
+            )
+        samples = [
+            Sample(
+                g.prompt_token_ids + g.response_token_ids,
+                [0] * len(g.prompt_token_ids) + [1] * len(g.response_token_ids),
+                [0.0] * len(g.prompt_token_ids) + g.response_logprobs,
+                [0.0] * (len(g.prompt_token_ids) + len(g.response_token_ids) - 1) + [float(v["reward"])],
+            )
+            for g, v in zip(generations, verdicts)
+            if g.response_token_ids
+        ]
         rollout_s = time.monotonic() - t0
         t1 = time.monotonic()
-        stats = update(actor, critic, run.batch(samples=samples), ppo, actor_opt, critic_opt, acc,
-                       temperature=e.temperature)
-        stats.update(rollout_s=rollout_s, update_s=time.monotonic() - t1,
-                     code_rate=sum(v["status"] != "no_code" for v in verdicts) / len(verdicts))
+        stats = update(
+            actor, critic, run.batch(samples=samples), ppo, actor_opt, critic_opt, acc, temperature=e.temperature
+        )
+        stats.update(
+            rollout_s=rollout_s,
+            update_s=time.monotonic() - t1,
+            code_rate=sum(v["status"] != "no_code" for v in verdicts) / len(verdicts),
+        )
         stats = step_stats(acc, stats, [{"verdict": v} for v in verdicts])  # every rank's, not this one's
         alarms = guards.check(stats)
         if acc.is_main_process:

@@ -1,6 +1,7 @@
 """The run's tasks: KernelBench-format problems from a JSONL (problems.jsonl rows of {"name", "code"}, a
 synthesized dataset's rows of {"task_id", "name", "source"}, or a data build's tasks.jsonl whose rows carry their
 split) or a folder of .py files, written under RUN/tasks/ and split once into training and held-out sets."""
+
 import json
 import random
 import re
@@ -41,8 +42,9 @@ def read_rows(source):
             if isinstance(row, dict) and "code" not in row and isinstance(row.get("source"), str):
                 row = {**row, "code": row["source"]}  # a synthesized task (training/synthesis/dataset.py: TaskRecord)
             if not isinstance(row, dict) or not isinstance(row.get("code"), str) or not row.get("name"):
-                raise TaskError(f"{path}:{number} needs a \"name\" and the problem's \"code\" (or a synthesized "
-                                f"task's \"source\")")
+                raise TaskError(
+                    f'{path}:{number} needs a "name" and the problem\'s "code" (or a synthesized task\'s "source")'
+                )
             rows.append(row)
     except (JsonlError, ProblemsError) as exc:
         raise TaskError(str(exc)) from None
@@ -68,18 +70,21 @@ def load(config, folder, seed=0):
     split_file = folder / "split.json"
     if split_file.is_file():
         split = json.loads(split_file.read_text())
-        return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
-                [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
+        return (
+            [Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+            [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]],
+        )
     rows = read_rows(config.source)
     if config.levels:
         if rows and not any("level" in r for r in rows):
-            raise TaskError(f"{config.source} has no levels (synthesized tasks): set tasks.levels to [] "
-                            f"(--set tasks.levels=[])")
+            raise TaskError(
+                f"{config.source} has no levels (synthesized tasks): set tasks.levels to [] (--set tasks.levels=[])"
+            )
         rows = [r for r in rows if r.get("level") in config.levels]
     if config.names:
         rows = [r for r in rows if r["name"] in config.names]
     if config.limit:
-        rows = rows[:config.limit]
+        rows = rows[: config.limit]
     if not rows:
         raise TaskError(f"no task left in {config.source} after the levels/names/limit filters")
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,14 +98,17 @@ def load(config, folder, seed=0):
         return _given_split(names, sides, config, split_file, folder)
     order = names[:]
     random.Random(seed).shuffle(order)
-    n_held = min(len(order) - 1, max(config.min_held_out, round(len(order) * config.held_out))) \
-        if config.held_out > 0 else 0
+    n_held = (
+        min(len(order) - 1, max(config.min_held_out, round(len(order) * config.held_out))) if config.held_out > 0 else 0
+    )
     split = {"train": order[n_held:], "held_out": order[:n_held]}
     if not split["train"]:
         split["train"] = split["held_out"]  # a single task: train and evaluate on it (a toy run)
     split_file.write_text(json.dumps(split, indent=1))
-    return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
-            [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
+    return (
+        [Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+        [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]],
+    )
 
 
 def _given_split(names, sides, config, split_file, folder):
@@ -112,8 +120,11 @@ def _given_split(names, sides, config, split_file, folder):
     train = [n for n in names if sides[n] == "train" or (config.unreached and sides[n] == "unreached")]
     split = {"train": train, "held_out": [n for n in names if sides[n] == "held_out"]}
     if not split["train"]:
-        raise TaskError(f"{config.source} has no training task: build the data with more tasks or set "
-                        f"tasks.unreached: true")
+        raise TaskError(
+            f"{config.source} has no training task: build the data with more tasks or set tasks.unreached: true"
+        )
     split_file.write_text(json.dumps(split, indent=1))
-    return ([Task(n, str(folder / f"{n}.py")) for n in split["train"]],
-            [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]])
+    return (
+        [Task(n, str(folder / f"{n}.py")) for n in split["train"]],
+        [Task(n, str(folder / f"{n}.py")) for n in split["held_out"]],
+    )

@@ -5,6 +5,7 @@ A turn the policy recorded tokens for (transformers, vLLM) is used token for tok
 heuristic policy's, for RFT) is rendered through the actor's chat template: each rendering of the conversation
 must be a prefix of the next, and the pieces between are tokenized apart, environment text and answers alike.
 """
+
 from dataclasses import dataclass, field
 
 import torch
@@ -49,22 +50,28 @@ def episode_reward(trajectory):
 def turn_tokens(trajectory, tokenizer):
     """[(prompt_ids, response_ids, logprobs)] per turn: recorded by the policy, or rendered by TOKENIZER."""
     if all(t.prompt_token_ids is not None and t.response_token_ids is not None for t in trajectory.turns):
-        return [(t.prompt_token_ids, t.response_token_ids, t.response_logprobs or [0.0] * len(t.response_token_ids))
-                for t in trajectory.turns]
+        return [
+            (t.prompt_token_ids, t.response_token_ids, t.response_logprobs or [0.0] * len(t.response_token_ids))
+            for t in trajectory.turns
+        ]
     messages, out = list(trajectory.messages), []
     eos = tokenizer.eos_token
     previous_text, previous_ids = "", []
     for turn in trajectory.turns:
-        prompt = tokenizer.apply_chat_template(template_messages(messages), tools=trajectory.tools or None,
-                                               add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer.apply_chat_template(
+            template_messages(messages), tools=trajectory.tools or None, add_generation_prompt=True, tokenize=False
+        )
         answer = turn_messages(turn)
-        full = tokenizer.apply_chat_template(template_messages(messages + answer[:1]), tools=trajectory.tools or None,
-                                             tokenize=False)
-        if not prompt.startswith(previous_text) or not full.startswith(prompt) or eos not in full[len(prompt):]:
-            raise TokenizationError("the chat template does not render a conversation as a prefix of its "
-                                    "continuation: training on rendered trajectories needs one that does")
-        response_text = full[len(prompt):full.index(eos, len(prompt)) + len(eos)]
-        prompt_ids = previous_ids + _ids(tokenizer, prompt[len(previous_text):])
+        full = tokenizer.apply_chat_template(
+            template_messages(messages + answer[:1]), tools=trajectory.tools or None, tokenize=False
+        )
+        if not prompt.startswith(previous_text) or not full.startswith(prompt) or eos not in full[len(prompt) :]:
+            raise TokenizationError(
+                "the chat template does not render a conversation as a prefix of its "
+                "continuation: training on rendered trajectories needs one that does"
+            )
+        response_text = full[len(prompt) : full.index(eos, len(prompt)) + len(eos)]
+        prompt_ids = previous_ids + _ids(tokenizer, prompt[len(previous_text) :])
         response_ids = _ids(tokenizer, response_text)
         out.append((prompt_ids, response_ids, [0.0] * len(response_ids)))
         previous_text, previous_ids = prompt + response_text, prompt_ids + response_ids
@@ -84,8 +91,8 @@ def samples(trajectory, tokenizer, max_tokens=None, format_penalty=0.0, turn_pen
     out, owner = [], []  # owner[i]: the sample holding turn i
     for index, (prompt, response, logprobs) in enumerate(turn_tokens(trajectory, tokenizer)):
         last = out[-1] if out else None
-        if last is not None and len(prompt) >= len(last.token_ids) and prompt[:len(last.token_ids)] == last.token_ids:
-            new = prompt[len(last.token_ids):]
+        if last is not None and len(prompt) >= len(last.token_ids) and prompt[: len(last.token_ids)] == last.token_ids:
+            new = prompt[len(last.token_ids) :]
         else:
             last = Sample([], [], [], [], episode_reward(trajectory), _meta(trajectory))
             out.append(last)
@@ -125,9 +132,13 @@ def _truncate(sample, max_tokens):
 
 def _meta(trajectory):
     verdict = trajectory.verdict or {}
-    return {"problem": trajectory.problem, "turns": len(trajectory.turns), "correct": bool(verdict.get("correct")),
-            "speedup": verdict.get("speedup_vs_eager") if verdict.get("correct") else None,
-            "status": verdict.get("status", "")}
+    return {
+        "problem": trajectory.problem,
+        "turns": len(trajectory.turns),
+        "correct": bool(verdict.get("correct")),
+        "speedup": verdict.get("speedup_vs_eager") if verdict.get("correct") else None,
+        "status": verdict.get("status", ""),
+    }
 
 
 def pack(items, width):
@@ -155,6 +166,7 @@ FIELDS = ("token_ids", "attention", "mask", "logprobs", "rewards", "positions")
 class Batch:
     """Samples padded on the right into [B, T] tensors; `attention` is 1 on real tokens; `positions` (packed
     samples only, else None) restart at each packed sample's first token."""
+
     token_ids: torch.Tensor
     attention: torch.Tensor
     mask: torch.Tensor
@@ -170,13 +182,22 @@ class Batch:
 
         def pad(name, value, dtype):
             return torch.tensor([getattr(s, name) + [value] * (width - len(s.token_ids)) for s in items], dtype=dtype)
+
         attention = torch.tensor([[1] * len(s.token_ids) + [0] * (width - len(s.token_ids)) for s in items])
         positions = None
         if any(s.positions for s in items):
-            positions = torch.tensor([(s.positions or list(range(len(s.token_ids)))) +
-                                      list(range(len(s.token_ids), width)) for s in items], dtype=torch.long)
-        return cls(pad("token_ids", pad_id, torch.long), attention, pad("mask", 0, torch.float32),
-                   pad("logprobs", 0.0, torch.float32), pad("rewards", 0.0, torch.float32), positions)
+            positions = torch.tensor(
+                [(s.positions or list(range(len(s.token_ids)))) + list(range(len(s.token_ids), width)) for s in items],
+                dtype=torch.long,
+            )
+        return cls(
+            pad("token_ids", pad_id, torch.long),
+            attention,
+            pad("mask", 0, torch.float32),
+            pad("logprobs", 0.0, torch.float32),
+            pad("rewards", 0.0, torch.float32),
+            positions,
+        )
 
     def _map(self, fn):
         return Batch(*(None if getattr(self, f) is None else fn(getattr(self, f)) for f in FIELDS))

@@ -5,6 +5,7 @@ redundant searches instead of adding noise to them.
 
     python -m training train CONFIG.yaml --stage value
 """
+
 import torch
 
 from agent.trajectory import Trajectory
@@ -32,8 +33,9 @@ def measure(critic, batch, gamma, lam):
     returns = targets(critic, batch, gamma, lam)
     with torch.no_grad():
         values = token_values(critic, batch)
-    return (0.5 * masked_mean((values - returns) ** 2, batch.mask)).item(), \
-        explained_variance(values, returns, batch.mask)
+    return (0.5 * masked_mean((values - returns) ** 2, batch.mask)).item(), explained_variance(
+        values, returns, batch.mask
+    )
 
 
 def fit_epoch(critic, samples, optimizer, accelerator, batch_of, cfg, gamma, order):
@@ -61,8 +63,9 @@ def collect(run):
     if run.config.value.episodes:
         rollouts = run.rollouts()
         rollouts.sync(run.actor("value"), run.accelerator)
-        trajectories += rollouts.collect(run.train_tasks(run.config.value.episodes, 1), "actor",
-                                         run.episodes_dir("value", 0))
+        trajectories += rollouts.collect(
+            run.train_tasks(run.config.value.episodes, 1), "actor", run.episodes_dir("value", 0)
+        )
     write_jsonl(path, [t.to_json() for t in trajectories])
     return [Trajectory.from_json(t.to_json()) for t in trajectories]
 
@@ -79,22 +82,31 @@ def train(run):
     everything = run.batch(samples=samples)
     for epoch in run.progress(range(start, cfg.max_epochs), "value", cfg.max_epochs, start):
         order = torch.randperm(len(samples), generator=torch.Generator().manual_seed(run.config.seed + epoch)).tolist()
-        train_loss = fit_epoch(critic, samples, optimizer, acc, lambda items: run.batch(samples=items), cfg, gamma,
-                               order)
+        train_loss = fit_epoch(
+            critic, samples, optimizer, acc, lambda items: run.batch(samples=items), cfg, gamma, order
+        )
         loss, ev = measure(critic, everything, gamma, cfg.lam)
         # Every rank measures its own states; convergence is judged on the mean, so all ranks stop together.
         loss, ev, train_loss = (mean(acc, x) for x in (loss, ev, train_loss))
         streak = streak + 1 if ev == ev and ev > cfg.min_explained_variance else 0
         converged = streak >= cfg.patience
         if acc.is_main_process:
-            metrics.log(epoch, {"value_loss": loss, "train_loss": train_loss, "explained_variance": ev,
-                                "streak": streak, "samples": len(samples)})
+            metrics.log(
+                epoch,
+                {
+                    "value_loss": loss,
+                    "train_loss": train_loss,
+                    "explained_variance": ev,
+                    "streak": streak,
+                    "samples": len(samples),
+                },
+            )
         if converged or (epoch + 1) % run.config.checkpoint_every == 0 or epoch + 1 == cfg.max_epochs:
-            run.save("value", epoch, {"critic": critic}, {"critic": optimizer},
-                     {"streak": streak, "converged": converged})
+            run.save(
+                "value", epoch, {"critic": critic}, {"critic": optimizer}, {"streak": streak, "converged": converged}
+            )
         if converged:
-            run.log.info("value: explained variance above %s for %d epochs: done", cfg.min_explained_variance,
-                         streak)
+            run.log.info("value: explained variance above %s for %d epochs: done", cfg.min_explained_variance, streak)
             break
     metrics.close()
     return acc.unwrap_model(critic)

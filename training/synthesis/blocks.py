@@ -2,6 +2,7 @@
 so a task imports only torch), plus attention variants, MLPs, rotary embeddings and mixtures of experts
 written after the transformers implementations they name. Small configurations, built offline, no weights.
 """
+
 import importlib
 import inspect
 import logging
@@ -13,8 +14,24 @@ from training.synthesis.seed import Seed
 log = logging.getLogger(__name__)
 
 # Model families whose modeling files hold the norms worth crawling (each import costs a fraction of a second).
-NORM_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "t5", "cohere", "olmo2",
-                 "phi3", "mixtral", "granite", "deepseek_v3", "mamba", "nemotron")
+NORM_FAMILIES = (
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "t5",
+    "cohere",
+    "olmo2",
+    "phi3",
+    "mixtral",
+    "granite",
+    "deepseek_v3",
+    "mamba",
+    "nemotron",
+)
 
 
 def _inline(cls):
@@ -29,8 +46,9 @@ def _inline(cls):
         lines.pop(0)
     source = "\n".join(lines)
     namespace = {}
-    prelude = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-               "from torch import Tensor\n")
+    prelude = (
+        "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch import Tensor\n"
+    )
     try:
         exec(compile(prelude + source, "<inline>", "exec"), namespace)  # noqa: S102 -- transformers' own code
     except Exception:  # noqa: BLE001 -- base classes or globals we cannot provide
@@ -52,8 +70,16 @@ def _activation_seeds():
         if helper is None:
             continue
         args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        seeds.append(Seed(f"transformers.act.{key}", "activation", "transformers", "x = self.$p(x)",
-                          init=f"self.$p = {cls.__name__}({args})", helper=helper))
+        seeds.append(
+            Seed(
+                f"transformers.act.{key}",
+                "activation",
+                "transformers",
+                "x = self.$p(x)",
+                init=f"self.$p = {cls.__name__}({args})",
+                helper=helper,
+            )
+        )
     return seeds
 
 
@@ -78,8 +104,17 @@ def _norm_seeds():
             if helper is None or body in bodies:
                 continue
             bodies.add(body)
-            seeds.append(Seed(f"transformers.{name}", "normalization", "transformers", "x = self.$p(x)",
-                              init=f"self.$p = {name}($D)", helper=helper, layouts=("features", "sequence")))
+            seeds.append(
+                Seed(
+                    f"transformers.{name}",
+                    "normalization",
+                    "transformers",
+                    "x = self.$p(x)",
+                    init=f"self.$p = {name}($D)",
+                    helper=helper,
+                    layouts=("features", "sequence"),
+                )
+            )
     return seeds
 
 
@@ -100,7 +135,10 @@ def rotary_tables(length, dim, base=10000.0):
 '''
 
 BLOCKS = [
-    ("blocks.llama_mlp", "mlp", '''
+    (
+        "blocks.llama_mlp",
+        "mlp",
+        '''
 class LlamaMLP(nn.Module):
     """LLaMA / Mistral / Qwen2 MLP: down_proj(silu(gate_proj(x)) * up_proj(x))."""
 
@@ -112,8 +150,13 @@ class LlamaMLP(nn.Module):
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-''', "self.$p = LlamaMLP($D, $N)"),
-    ("blocks.t5_gated_gelu_mlp", "mlp", '''
+''',
+        "self.$p = LlamaMLP($D, $N)",
+    ),
+    (
+        "blocks.t5_gated_gelu_mlp",
+        "mlp",
+        '''
 class T5DenseGatedActDense(nn.Module):
     """T5 v1.1 feed-forward: wo(gelu_new(wi_0(x)) * wi_1(x))."""
 
@@ -125,8 +168,13 @@ class T5DenseGatedActDense(nn.Module):
 
     def forward(self, x):
         return self.wo(F.gelu(self.wi_0(x), approximate="tanh") * self.wi_1(x))
-''', "self.$p = T5DenseGatedActDense($D, $N)"),
-    ("blocks.gpt2_mlp", "mlp", '''
+''',
+        "self.$p = T5DenseGatedActDense($D, $N)",
+    ),
+    (
+        "blocks.gpt2_mlp",
+        "mlp",
+        '''
 class GPT2MLP(nn.Module):
     """GPT-2 MLP: c_proj(gelu_new(c_fc(x)))."""
 
@@ -137,8 +185,13 @@ class GPT2MLP(nn.Module):
 
     def forward(self, x):
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
-''', "self.$p = GPT2MLP($D, $N)"),
-    ("blocks.bert_ffn", "mlp", '''
+''',
+        "self.$p = GPT2MLP($D, $N)",
+    ),
+    (
+        "blocks.bert_ffn",
+        "mlp",
+        '''
 class BertFeedForward(nn.Module):
     """BERT intermediate + output: LayerNorm(dense2(gelu(dense1(x))) + x)."""
 
@@ -150,8 +203,13 @@ class BertFeedForward(nn.Module):
 
     def forward(self, x):
         return self.norm(self.output(F.gelu(self.intermediate(x))) + x)
-''', "self.$p = BertFeedForward($D, $N)"),
-    ("blocks.relu2_mlp", "mlp", '''
+''',
+        "self.$p = BertFeedForward($D, $N)",
+    ),
+    (
+        "blocks.relu2_mlp",
+        "mlp",
+        '''
 class ReLUSquaredMLP(nn.Module):
     """Primer / Nemotron MLP: down(relu(up(x)) ** 2)."""
 
@@ -162,8 +220,13 @@ class ReLUSquaredMLP(nn.Module):
 
     def forward(self, x):
         return self.down_proj(torch.square(F.relu(self.up_proj(x))))
-''', "self.$p = ReLUSquaredMLP($D, $N)"),
-    ("blocks.mha", "attention", '''
+''',
+        "self.$p = ReLUSquaredMLP($D, $N)",
+    ),
+    (
+        "blocks.mha",
+        "attention",
+        '''
 class MultiHeadSelfAttention(nn.Module):
     """BERT-style self-attention with the softmax written out: softmax(q k^T / sqrt(d)) v, then o_proj."""
 
@@ -179,8 +242,13 @@ class MultiHeadSelfAttention(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = MultiHeadSelfAttention($D, $NH)"),
-    ("blocks.causal_sdpa_attention", "attention", '''
+''',
+        "self.$p = MultiHeadSelfAttention($D, $NH)",
+    ),
+    (
+        "blocks.causal_sdpa_attention",
+        "attention",
+        '''
 class CausalSelfAttention(nn.Module):
     """GPT-2 / nanoGPT causal attention through F.scaled_dot_product_attention."""
 
@@ -196,8 +264,14 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.view(b, n, self.heads, c // self.heads).transpose(1, 2) for t in (q, k, v))
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.c_proj(out.transpose(1, 2).reshape(b, n, c))
-''', "self.$p = CausalSelfAttention($D, $NH)"),
-    ("blocks.gqa_rotary_attention", "attention", ROTARY + '''
+''',
+        "self.$p = CausalSelfAttention($D, $NH)",
+    ),
+    (
+        "blocks.gqa_rotary_attention",
+        "attention",
+        ROTARY
+        + '''
 
 def repeat_kv(x, n_rep):
     """LLaMA's repeat_kv: (b, kv_heads, n, d) -> (b, kv_heads * n_rep, n, d)."""
@@ -231,8 +305,13 @@ class LlamaAttention(nn.Module):
         mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)
         weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
         return self.o_proj(torch.matmul(weights, v).transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = LlamaAttention($D, $NH, $KV, $L)"),
-    ("blocks.mqa_attention", "attention", '''
+''',
+        "self.$p = LlamaAttention($D, $NH, $KV, $L)",
+    ),
+    (
+        "blocks.mqa_attention",
+        "attention",
+        '''
 class MultiQueryAttention(nn.Module):
     """Falcon / PaLM multi-query attention: many query heads, one shared key and value head."""
 
@@ -249,8 +328,13 @@ class MultiQueryAttention(nn.Module):
         k, v = self.kv_proj(x).unsqueeze(1).chunk(2, dim=-1)
         out = F.scaled_dot_product_attention(q, k.expand_as(q), v.expand_as(q))
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = MultiQueryAttention($D, $NH)"),
-    ("blocks.sliding_window_attention", "attention", '''
+''',
+        "self.$p = MultiQueryAttention($D, $NH)",
+    ),
+    (
+        "blocks.sliding_window_attention",
+        "attention",
+        '''
 class SlidingWindowAttention(nn.Module):
     """Mistral-style causal attention restricted to the last `window` positions."""
 
@@ -267,8 +351,13 @@ class SlidingWindowAttention(nn.Module):
         allowed = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < self.window)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = SlidingWindowAttention($D, $NH, max(2, $L // 4))"),
-    ("blocks.alibi_attention", "attention", '''
+''',
+        "self.$p = SlidingWindowAttention($D, $NH, max(2, $L // 4))",
+    ),
+    (
+        "blocks.alibi_attention",
+        "attention",
+        '''
 class AlibiAttention(nn.Module):
     """BLOOM / MPT attention: linear position biases per head (ALiBi) instead of position embeddings."""
 
@@ -287,8 +376,13 @@ class AlibiAttention(nn.Module):
         bias = self.slopes * (pos[None, :] - pos[:, None]).clamp(max=0)
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + bias
         return self.dense(torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = AlibiAttention($D, $NH)"),
-    ("blocks.qk_norm_attention", "attention", '''
+''',
+        "self.$p = AlibiAttention($D, $NH)",
+    ),
+    (
+        "blocks.qk_norm_attention",
+        "attention",
+        '''
 class QKNormAttention(nn.Module):
     """Qwen3 / OLMo2 attention: RMS-normalized queries and keys per head before the dot product."""
 
@@ -308,8 +402,14 @@ class QKNormAttention(nn.Module):
         q, k, v = self.qkv(x).view(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(self.rms(q, self.q_norm), self.rms(k, self.k_norm), v, is_causal=True)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
-''', "self.$p = QKNormAttention($D, $NH)"),
-    ("blocks.llama_rotary", "rotary", ROTARY + '''
+''',
+        "self.$p = QKNormAttention($D, $NH)",
+    ),
+    (
+        "blocks.llama_rotary",
+        "rotary",
+        ROTARY
+        + '''
 
 class RotaryEmbedding(nn.Module):
     """LLaMA rotary position embedding applied to a (b, n, d) sequence: x cos + rotate_half(x) sin."""
@@ -322,8 +422,14 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x):
         return x * self.cos + rotate_half(x) * self.sin
-''', "self.$p = RotaryEmbedding($D, $L)"),
-    ("blocks.neox_partial_rotary", "rotary", ROTARY + '''
+''',
+        "self.$p = RotaryEmbedding($D, $L)",
+    ),
+    (
+        "blocks.neox_partial_rotary",
+        "rotary",
+        ROTARY
+        + '''
 
 class PartialRotaryEmbedding(nn.Module):
     """GPT-NeoX / Phi partial rotary: only the first `rotary_dim` features rotate, the rest pass through."""
@@ -338,8 +444,13 @@ class PartialRotaryEmbedding(nn.Module):
     def forward(self, x):
         rot, rest = x[..., :self.rotary_dim], x[..., self.rotary_dim:]
         return torch.cat((rot * self.cos + rotate_half(rot) * self.sin, rest), dim=-1)
-''', "self.$p = PartialRotaryEmbedding($D, $L)"),
-    ("blocks.gptj_interleaved_rotary", "rotary", '''
+''',
+        "self.$p = PartialRotaryEmbedding($D, $L)",
+    ),
+    (
+        "blocks.gptj_interleaved_rotary",
+        "rotary",
+        '''
 class InterleavedRotaryEmbedding(nn.Module):
     """GPT-J rotary: adjacent feature pairs (x0, x1) rotate together."""
 
@@ -354,8 +465,13 @@ class InterleavedRotaryEmbedding(nn.Module):
         x1, x2 = x[..., ::2], x[..., 1::2]
         rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)
         return x * self.cos + rotated * self.sin
-''', "self.$p = InterleavedRotaryEmbedding($D, $L)"),
-    ("blocks.dense_moe", "moe", '''
+''',
+        "self.$p = InterleavedRotaryEmbedding($D, $L)",
+    ),
+    (
+        "blocks.dense_moe",
+        "moe",
+        '''
 class DenseMoE(nn.Module):
     """Mixtral-style mixture of SwiGLU experts with top-2 softmax gating, computed densely (no token dispatch)."""
 
@@ -373,15 +489,26 @@ class DenseMoE(nn.Module):
         weights = torch.softmax(logits.masked_fill(logits < top, float("-inf")), dim=-1)
         h = F.silu(torch.einsum("...d,edf->...ef", x, self.w1)) * torch.einsum("...d,edf->...ef", x, self.w3)
         return torch.einsum("...ef,efd,...e->...d", h, self.w2, weights)
-''', "self.$p = DenseMoE($D, $N // 4)"),
+''',
+        "self.$p = DenseMoE($D, $N // 4)",
+    ),
 ]
 
 
 def _block_seeds():
     seeds = []
     for name, op_class, helper, init in BLOCKS:
-        seeds.append(Seed(name, op_class, "blocks", "x = self.$p(x)", init=init, helper=textwrap.dedent(helper).strip(),
-                          layouts=("sequence",) if op_class in ("attention", "rotary") else ("features", "sequence")))
+        seeds.append(
+            Seed(
+                name,
+                op_class,
+                "blocks",
+                "x = self.$p(x)",
+                init=init,
+                helper=textwrap.dedent(helper).strip(),
+                layouts=("sequence",) if op_class in ("attention", "rotary") else ("features", "sequence"),
+            )
+        )
     return seeds
 
 

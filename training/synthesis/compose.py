@@ -5,6 +5,7 @@ or drawn as extra inputs) and the growing problem is traced on the meta device a
 inference is PyTorch's own, costs no memory, and a step that does not fit is replaced by another. Sizes come
 from a profile per target; the runner rescales `batch_size` afterwards to land in the eager-time window.
 """
+
 import re
 import textwrap
 import warnings
@@ -16,6 +17,7 @@ from training.synthesis.seed import DOMAINS, LAYOUTS
 @dataclass(frozen=True)
 class Profile:
     """Sizes a composition draws from, and the budgets that keep a task's memory bounded."""
+
     batch: int
     features: tuple  # D of a (B, D) input
     sequence: tuple  # (L choices, D choices)
@@ -28,12 +30,31 @@ class Profile:
 
 
 PROFILES = {
-    "tiny": Profile(2, (8, 16, 32), ((4, 8), (8, 16)), ((2, 4), (6, 8)), ((2,), (4,)), (8, 16), (4, 8),
-                    200_000, 1 << 15),
-    "cpu": Profile(8, (128, 256, 512), ((32, 64), (64, 128)), ((8, 16), (16, 32)), ((4,), (8,)), (64, 128, 256),
-                   (8, 16, 32), 4_000_000, 1 << 19),
-    "cuda": Profile(32, (1024, 2048, 4096), ((128, 256, 512), (256, 512, 1024)), ((16, 32, 64), (32, 64)),
-                    ((8, 16), (16, 32)), (512, 1024, 2048), (32, 64, 128), 64_000_000, 1 << 22),
+    "tiny": Profile(
+        2, (8, 16, 32), ((4, 8), (8, 16)), ((2, 4), (6, 8)), ((2,), (4,)), (8, 16), (4, 8), 200_000, 1 << 15
+    ),
+    "cpu": Profile(
+        8,
+        (128, 256, 512),
+        ((32, 64), (64, 128)),
+        ((8, 16), (16, 32)),
+        ((4,), (8,)),
+        (64, 128, 256),
+        (8, 16, 32),
+        4_000_000,
+        1 << 19,
+    ),
+    "cuda": Profile(
+        32,
+        (1024, 2048, 4096),
+        ((128, 256, 512), (256, 512, 1024)),
+        ((16, 32, 64), (32, 64)),
+        ((8, 16), (16, 32)),
+        (512, 1024, 2048),
+        (32, 64, 128),
+        64_000_000,
+        1 << 22,
+    ),
 }
 DEPTH_WEIGHTS = {1: 1, 2: 2, 3: 3, 4: 2, 5: 1}
 HEADER = "import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -66,6 +87,7 @@ class Step:
 @dataclass
 class Candidate:
     """A composed problem before filtering: its source and what it was made of."""
+
     name: str
     source: str
     seeds: list
@@ -171,8 +193,11 @@ def render(name, inputs, steps, batch, dtype="float32", doc=""):
         draws.append(_draw_expr(shape, i.domain, dtype))
     parts = [f'"""{doc or name}"""', HEADER]
     parts += [h.strip() + "\n" for h in helpers]
-    parts.append(f"class Model(nn.Module):\n{body}\n\n    def forward(self, {args}):\n"
-                 + "\n".join(f"        {line}" for line in forward) + "\n        return x\n")
+    parts.append(
+        f"class Model(nn.Module):\n{body}\n\n    def forward(self, {args}):\n"
+        + "\n".join(f"        {line}" for line in forward)
+        + "\n        return x\n"
+    )
     parts.append(f"batch_size = {batch}\n")
     parts.append("def get_inputs():\n    return [" + ", ".join(draws) + "]\n")
     parts.append("def get_init_inputs():\n    return []\n")
@@ -186,6 +211,7 @@ def trace(source, device="meta", seed=0, forward_seed=None):
     then differs between two traces with the same SEED.
     """
     import torch
+
     namespace = {"__name__": "ks_synthesized"}
     exec(compile(source, "<synthesized>", "exec"), namespace)  # noqa: S102 -- our own templates only
     # The CPU generator alone: torch.manual_seed also walks every accelerator's lazy-init queue, slowly.
@@ -207,8 +233,13 @@ def probe_step(step, shape, domain, dtype="float32", seed=0, forward_seed=None):
 
 
 def _fits(seed, layout, rng_range, dtype, last, allow_stochastic):
-    return (layout in seed.layouts and DOMAINS.index(rng_range) >= DOMAINS.index(seed.domain)
-            and dtype in seed.dtypes and (last or not seed.terminal) and (allow_stochastic or not seed.stochastic))
+    return (
+        layout in seed.layouts
+        and DOMAINS.index(rng_range) >= DOMAINS.index(seed.domain)
+        and dtype in seed.dtypes
+        and (last or not seed.terminal)
+        and (allow_stochastic or not seed.stochastic)
+    )
 
 
 def _pick(rng, seeds, classes):
@@ -234,10 +265,10 @@ def _first_shape(layout, rng, profile):
     return (c, d, d, d)
 
 
-def compose(rng, seeds, profile="tiny", depth=None, dtype="float32", classes=(), allow_stochastic=False,
-            tries=40):
+def compose(rng, seeds, profile="tiny", depth=None, dtype="float32", classes=(), allow_stochastic=False, tries=40):
     """A Candidate of DEPTH (drawn 1-5 when None) seeds whose shapes flow, traced on the meta device."""
     import torch
+
     prof = PROFILES[profile] if isinstance(profile, str) else profile
     depth = depth or draw_depth(rng)
     inputs, steps, chosen = [], [], []
@@ -247,13 +278,20 @@ def compose(rng, seeds, profile="tiny", depth=None, dtype="float32", classes=(),
         last = index == depth - 1
         for _ in range(tries):
             if not steps:
-                pool = [s for s in seeds if (allow_stochastic or not s.stochastic) and dtype in s.dtypes
-                        and (last or not s.terminal) and any(lay in s.layouts for lay in LAYOUTS.values())]
+                pool = [
+                    s
+                    for s in seeds
+                    if (allow_stochastic or not s.stochastic)
+                    and dtype in s.dtypes
+                    and (last or not s.terminal)
+                    and any(lay in s.layouts for lay in LAYOUTS.values())
+                ]
                 seed = _pick(rng, pool, classes)
                 if seed is None:
                     raise CompositionError(f"no seed in the catalogue fits classes {classes or 'any'} and {dtype}")
-                layout_try = rng.choice([lay for lay in seed.layouts
-                                         if lay in ("features", "sequence", "image", "volume")])
+                layout_try = rng.choice(
+                    [lay for lay in seed.layouts if lay in ("features", "sequence", "image", "volume")]
+                )
                 first = Input("x", _first_shape(layout_try, rng, prof), seed.domain)
                 try_inputs, shape_try = [first], (prof.batch,) + first.dims
             else:
@@ -293,8 +331,15 @@ def compose(rng, seeds, profile="tiny", depth=None, dtype="float32", classes=(),
     names = [s.name for s in chosen]
     title = "_".join(re.sub(r"\W+", "", n.split(".")[-1]) for n in names)
     doc = f"Fused: {' -> '.join(names)}."
-    return Candidate(title, render(title, inputs, steps, prof.batch, dtype, doc), names,
-                     [s.op_class for s in chosen], len(steps), "program", dtype)
+    return Candidate(
+        title,
+        render(title, inputs, steps, prof.batch, dtype, doc),
+        names,
+        [s.op_class for s in chosen],
+        len(steps),
+        "program",
+        dtype,
+    )
 
 
 def draw_depth(rng, max_depth=5):
@@ -321,10 +366,14 @@ def rescale(source, factor, limit=1 << 16):
 
 # -- the LLM-assisted composer ---------------------------------------------------------------------------
 
-SUBMIT_TOOL = {"type": "function", "function": {
-    "name": "submit_problem",
-    "description": "Submit the complete KernelBench problem file.",
-    "parameters": {"type": "object", "properties": {"source": {"type": "string"}}, "required": ["source"]}}}
+SUBMIT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "submit_problem",
+        "description": "Submit the complete KernelBench problem file.",
+        "parameters": {"type": "object", "properties": {"source": {"type": "string"}}, "required": ["source"]},
+    },
+}
 
 LLM_PROMPT = textwrap.dedent("""\
     Write a KernelBench problem: one Python file defining `class Model(nn.Module)` whose forward fuses these
@@ -349,8 +398,10 @@ class LLMComposer:
         pool = [s for s in seeds if not s.stochastic and not s.terminal]
         chosen = [_pick(rng, pool, classes) for _ in range(depth)]
         ops = ", ".join(f"{s.name} ({s.op_class}: {s.forward.strip()})" for s in chosen)
-        messages = [{"role": "system", "content": "You write PyTorch reference problems for kernel benchmarks."},
-                    {"role": "user", "content": LLM_PROMPT.format(ops=ops)}]
+        messages = [
+            {"role": "system", "content": "You write PyTorch reference problems for kernel benchmarks."},
+            {"role": "user", "content": LLM_PROMPT.format(ops=ops)},
+        ]
         action = self.policy.act(messages, [SUBMIT_TOOL])
         source = extract_source(action)
         if source is None:

@@ -5,6 +5,7 @@ Files of one run, beside each other: OUT (kept tasks, one KernelBench-format pro
 (every candidate's verdicts), OUT.run.json (the settings, so a resumed run continues the same run) and
 OUT.summary.json. Lines are appended and flushed one at a time; a line cut by a crash is dropped on resume.
 """
+
 import math
 import time
 from collections import Counter
@@ -25,6 +26,7 @@ class DatasetError(Exception):
 @dataclass
 class RunConfig:
     """The settings of one synthesis run; a resumed run must match the stored ones."""
+
     device: str = "cpu"
     profile: str = "cpu"
     seed: int = 0
@@ -66,6 +68,7 @@ class RunConfig:
 @dataclass
 class TaskRecord:
     """One kept task: the problem and everything the filters learned about it."""
+
     task_id: str
     name: str
     source: str
@@ -102,6 +105,7 @@ class TaskRecord:
 @dataclass
 class Attempt:
     """One candidate's journey through the filters (kept or not), with where its time went."""
+
     index: int
     name: str
     seeds: list
@@ -128,8 +132,12 @@ class Attempt:
 
 def paths(out):
     out = Path(out)
-    return {"tasks": out, "attempts": out.with_name(out.name + ".attempts.jsonl"),
-            "run": out.with_name(out.name + ".run.json"), "summary": out.with_name(out.name + ".summary.json")}
+    return {
+        "tasks": out,
+        "attempts": out.with_name(out.name + ".attempts.jsonl"),
+        "run": out.with_name(out.name + ".run.json"),
+        "summary": out.with_name(out.name + ".summary.json"),
+    }
 
 
 def read_tasks(path):
@@ -141,8 +149,11 @@ def _histogram(values, bins):
     for v in values:
         counts[sum(1 for b in bins if v >= b)] += 1
     edges = [0.0] + list(bins) + [math.inf]
-    return [{"lo": edges[i], "hi": edges[i + 1] if edges[i + 1] != math.inf else None, "count": c}
-            for i, c in enumerate(counts) if c]
+    return [
+        {"lo": edges[i], "hi": edges[i + 1] if edges[i + 1] != math.inf else None, "count": c}
+        for i, c in enumerate(counts)
+        if c
+    ]
 
 
 def summarize(attempts, tasks, wall_s=None, config=None):
@@ -167,6 +178,10 @@ def summarize(attempts, tasks, wall_s=None, config=None):
             "eager_ms_values": sorted(round(t.eager_ms, 4) for t in tasks),
             "speedup_compiled_over_eager": sorted(round(t.eager_ms / t.compiled_ms, 3) for t in tasks if t.compiled_ms),
         },
-        "time": {"exec_s": round(exec_s, 2), "pipeline_s": round(pipeline_s, 2), "wall_s": wall_s,
-                 "exec_share": round(exec_s / busy, 4) if busy else None},
+        "time": {
+            "exec_s": round(exec_s, 2),
+            "pipeline_s": round(pipeline_s, 2),
+            "wall_s": wall_s,
+            "exec_share": round(exec_s / busy, 4) if busy else None,
+        },
     }

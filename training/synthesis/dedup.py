@@ -5,6 +5,7 @@ The trace runs on the meta device: every problem is hashed the same way at no co
 sizes, scalar arguments, views and copies are left out, so a task that differs from another only in its
 shapes or in how it spells a reshape hashes the same.
 """
+
 import ast
 import hashlib
 import json
@@ -18,11 +19,49 @@ log = logging.getLogger(__name__)
 
 # Operators that move no data a kernel computes: their outputs alias their first tensor argument.
 PASS_THROUGH = {
-    "view", "_unsafe_view", "reshape", "expand", "expand_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
-    "contiguous", "clone", "detach", "alias", "as_strided", "flatten", "unflatten", "_to_copy", "to", "copy_",
-    "lift_fresh", "lift_fresh_copy", "slice", "select", "split", "split_with_sizes", "chunk", "unbind", "narrow",
-    "view_as", "reshape_as", "movedim", "_reshape_alias", "unsafe_split", "unsafe_chunk", "expand_copy",
-    "view_copy", "permute_copy", "t_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy", "_unsafe_index",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "expand",
+    "expand_as",
+    "t",
+    "transpose",
+    "permute",
+    "squeeze",
+    "unsqueeze",
+    "contiguous",
+    "clone",
+    "detach",
+    "alias",
+    "as_strided",
+    "flatten",
+    "unflatten",
+    "_to_copy",
+    "to",
+    "copy_",
+    "lift_fresh",
+    "lift_fresh_copy",
+    "slice",
+    "select",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "unbind",
+    "narrow",
+    "view_as",
+    "reshape_as",
+    "movedim",
+    "_reshape_alias",
+    "unsafe_split",
+    "unsafe_chunk",
+    "expand_copy",
+    "view_copy",
+    "permute_copy",
+    "t_copy",
+    "transpose_copy",
+    "squeeze_copy",
+    "unsqueeze_copy",
+    "_unsafe_index",
 }
 
 
@@ -58,6 +97,7 @@ def _recorder():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             import torch
+
             out = func(*args, **(kwargs or {}))
             flat, _ = tree_flatten((args, kwargs or {}))
             tensors = [a for a in flat if isinstance(a, torch.Tensor)]
@@ -83,6 +123,7 @@ def graph_of(model, inputs):
     """The normalised op graph of model(*inputs): [[op, [refs]], ...] plus the output refs."""
     import torch
     from torch.utils._pytree import tree_flatten
+
     recorder = _recorder()([t for t in inputs if isinstance(t, torch.Tensor)])
     with torch.no_grad(), recorder:
         out = model(*inputs)
@@ -102,8 +143,12 @@ def source_fingerprint(source):
         raise FingerprintError(f"the problem does not parse: {exc.msg} at line {exc.lineno}") from None
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(getattr(body[0], "value", None), ast.Constant)):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+        ):
             body.pop(0)
     return "source:" + hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:32]
 
@@ -115,6 +160,7 @@ def fingerprint(source, namespace_name="ks_fingerprint"):
     inside the sandbox's jail (training.synthesis.probe) for anything else.
     """
     import torch
+
     namespace = {"__name__": namespace_name}
     try:
         exec(compile(source, "<problem>", "exec"), namespace)  # noqa: S102 -- trusted, see the docstring
@@ -137,6 +183,7 @@ def fingerprint(source, namespace_name="ks_fingerprint"):
 
 # -- KernelBench ---------------------------------------------------------------------------------------------
 
+
 def kernelbench_index(path=None):
     """{fingerprint: 'level N/name'} of every KernelBench problem in PATH (default: sandbox.problems_file.locate()),
     cached by content and torch.
@@ -144,10 +191,13 @@ def kernelbench_index(path=None):
     An empty dict when there is no such file (the leakage check then says so in the run's summary).
     """
     import torch
+
     path = Path(path) if path else problems_file.locate()
     if path is None or not path.is_file():
-        log.warning("no KernelBench problems at %s: the leakage check has nothing to compare with",
-                    path or " or ".join(str(p) for p in problems_file.SOURCES))
+        log.warning(
+            "no KernelBench problems at %s: the leakage check has nothing to compare with",
+            path or " or ".join(str(p) for p in problems_file.SOURCES),
+        )
         return {}
     here = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]
     key = hashlib.sha256(path.read_bytes() + torch.__version__.encode() + here.encode()).hexdigest()[:24]
@@ -159,8 +209,10 @@ def kernelbench_index(path=None):
     index = {}
     for problem in problems_file.read_problems(path):
         try:
-            index.setdefault(fingerprint(problem.code, f"ks_kb_{problem.level}_{problem.problem_id}"),
-                             f"KernelBench level {problem.level}/{problem.name}")
+            index.setdefault(
+                fingerprint(problem.code, f"ks_kb_{problem.level}_{problem.problem_id}"),
+                f"KernelBench level {problem.level}/{problem.name}",
+            )
         except FingerprintError as exc:
             log.warning("KernelBench problem %s cannot be hashed: %s", problem.name, exc)
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -171,6 +223,7 @@ def kernelbench_index(path=None):
 
 
 # -- claims: one kept task per fingerprint, across threads or across RQ workers --------------------------------
+
 
 class LocalClaims:
     """Fingerprint -> owner for the worker processes of one local run, held by a multiprocessing manager.
@@ -205,6 +258,7 @@ class RedisClaims:
     def client(self):
         if self._client is None:
             import redis
+
             self._client = redis.Redis.from_url(self.url)
         return self._client
 
@@ -223,8 +277,14 @@ class RedisClaims:
 
     def release(self, fp, owner):
         # Delete only our own claim: check and delete in one server-side step.
-        self.client.eval("if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
-                         "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0", 1, self.key, fp, owner)
+        self.client.eval(
+            "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+            "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0",
+            1,
+            self.key,
+            fp,
+            owner,
+        )
 
     def __getstate__(self):
         return {"url": self.url, "key": self.key, "_client": None}

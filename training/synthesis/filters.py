@@ -5,11 +5,20 @@ not_trivial, eager_window, not_dominated, compiles. An LLM-composed source is un
 in the jail and not_duplicate comes after not_trivial. A task is kept only if every filter passes; the first
 that fails is the one the dataset summary charges with its removal.
 """
+
 import re
 from dataclasses import asdict, dataclass
 
-FILTERS = ("composes", "not_duplicate", "runs", "deterministic", "not_trivial", "eager_window", "not_dominated",
-           "compiles")
+FILTERS = (
+    "composes",
+    "not_duplicate",
+    "runs",
+    "deterministic",
+    "not_trivial",
+    "eager_window",
+    "not_dominated",
+    "compiles",
+)
 
 # Eager-time windows per target (ms). The CPU window is the GPU's scaled by how much slower a CPU runs the
 # same operators (~10x on the sizes the cpu profile draws); both are overridable from the CLI.
@@ -18,7 +27,9 @@ DEFAULT_WINDOWS = {"cuda": (1.0, 100.0), "cpu": (10.0, 1000.0)}
 LIBRARY_CALL = re.compile(
     r"gemm|gemv|cublas|cutlass|xmma|nvjet|cudnn|conv|winograd|implicit|fft|flash|fmha|attention|"
     r"aten::(mm|addmm|bmm|baddbmm|matmul|linear|einsum|conv\w*|_convolution|mkldnn\w*|_scaled_dot_product\w*|"
-    r"lstm|gru|rnn\w*)$", re.I)
+    r"lstm|gru|rnn\w*)$",
+    re.I,
+)
 
 
 @dataclass
@@ -103,8 +114,10 @@ def not_dominated(profile_rows, max_share):
         return _verdict("not_dominated", None)
     top = max(profile_rows, key=lambda r: r["share_pct"])
     if top["share_pct"] > 100.0 * max_share and LIBRARY_CALL.search(top["name"]):
-        return _verdict("not_dominated", f"{top['name'][:80]} takes {top['share_pct']:.0f}% of the time "
-                                         f"(limit {100 * max_share:.0f}%)")
+        return _verdict(
+            "not_dominated",
+            f"{top['name'][:80]} takes {top['share_pct']:.0f}% of the time (limit {100 * max_share:.0f}%)",
+        )
     return _verdict("not_dominated", None)
 
 

@@ -2,6 +2,7 @@
 filter after each, rescaling the batch when the eager time misses the window. `synthesize_one` is what a runner
 thread or an RQ job calls; it returns an Attempt and never raises for a bad candidate.
 """
+
 import logging
 import math
 import random
@@ -36,8 +37,15 @@ def device_lock(device):
 
 
 def eval_config(run):
-    return EvalConfig(device=run.device, time_budget_s=run.time_budget_s, min_samples=5, max_samples=100,
-                      warmup_s=0.05, input_sets=2, timeout_s=run.timeout_s)
+    return EvalConfig(
+        device=run.device,
+        time_budget_s=run.time_budget_s,
+        min_samples=5,
+        max_samples=100,
+        warmup_s=0.05,
+        input_sets=2,
+        timeout_s=run.timeout_s,
+    )
 
 
 class Probe:
@@ -79,16 +87,26 @@ class Probe:
         return verdict.passed
 
     def _drive(self, worker, problem, config, fp):
-        checked = self._stage(worker, "start", "checked", device=self.run.device, config=config.to_json(),
-                              problem=str(problem), init_seed=secrets.randbits(31),
-                              validation_seed=secrets.randbits(31),
-                              fact_seeds=[secrets.randbits(31), secrets.randbits(31)],
-                              timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-                              fingerprint=fp is None)
+        checked = self._stage(
+            worker,
+            "start",
+            "checked",
+            device=self.run.device,
+            config=config.to_json(),
+            problem=str(problem),
+            init_seed=secrets.randbits(31),
+            validation_seed=secrets.randbits(31),
+            fact_seeds=[secrets.randbits(31), secrets.randbits(31)],
+            timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
+            fingerprint=fp is None,
+        )
         self.facts["spec"] = checked.get("spec")
         self.facts["device_name"] = (checked.get("facts") or {}).get("device_name", "")
-        if not (self._check(filters.runs(checked)) and self._check(filters.deterministic(checked))
-                and self._check(filters.not_trivial(checked))):
+        if not (
+            self._check(filters.runs(checked))
+            and self._check(filters.deterministic(checked))
+            and self._check(filters.not_trivial(checked))
+        ):
             return self.verdicts
         if fp is None:
             self.facts["fingerprint"] = checked.get("fingerprint")
@@ -97,8 +115,10 @@ class Probe:
         with device_lock(self.run.device):
             eager = self._stage(worker, "eager", "eager")
         self.facts["eager"] = eager["timing"]
-        if not (self._check(filters.eager_window(eager["timing"]["median_ms"], self.run.window_ms))
-                and self._check(filters.not_dominated(eager["profile"], self.run.max_share))):
+        if not (
+            self._check(filters.eager_window(eager["timing"]["median_ms"], self.run.window_ms))
+            and self._check(filters.not_dominated(eager["profile"], self.run.max_share))
+        ):
             return self.verdicts
         compiled = self._stage(worker, "compile", "compiled", fullgraph=self.run.fullgraph)
         self.facts["compile_s"] = compiled.get("compile_s")
@@ -113,6 +133,7 @@ class Probe:
 def _composer(run):
     if run.composer == "llm":
         from agent.policies import make_policy
+
         return LLMComposer(make_policy("openai", **run.llm))
     return None
 
@@ -120,6 +141,7 @@ def _composer(run):
 def synthesize_one(index, run, claims, run_id="run"):
     """Candidate INDEX of RUN (deterministic in run.seed and INDEX) through every filter: an Attempt."""
     import torch
+
     t0 = time.monotonic()
     rng = random.Random(f"{run.seed}:{index}")
     owner = f"{run_id}/task-{index:06d}"
@@ -130,15 +152,28 @@ def synthesize_one(index, run, claims, run_id="run"):
             candidate = llm.compose(rng, seeds, depth=draw_depth(rng, run.max_depth), classes=run.classes)
             fp = None  # untrusted source: fingerprinted inside the jail
         else:
-            candidate = compose(rng, seeds, run.profile, depth=draw_depth(rng, run.max_depth), dtype=run.dtype,
-                                classes=run.classes)
+            candidate = compose(
+                rng, seeds, run.profile, depth=draw_depth(rng, run.max_depth), dtype=run.dtype, classes=run.classes
+            )
             fp = fingerprint(candidate.source, f"ks_candidate_{index}")
     except Exception as exc:  # noqa: BLE001 -- composition errors and unreachable LLM back-ends alike
-        return Attempt(index, "", [], [], 0, run.composer, False, [filters.composes(str(exc)[:500]).to_json()],
-                       "composes", 0.0, time.monotonic() - t0)
+        return Attempt(
+            index,
+            "",
+            [],
+            [],
+            0,
+            run.composer,
+            False,
+            [filters.composes(str(exc)[:500]).to_json()],
+            "composes",
+            0.0,
+            time.monotonic() - t0,
+        )
     verdicts = [filters.composes(None)]
-    attempt = Attempt(index, candidate.name, candidate.seeds, candidate.op_classes, candidate.depth,
-                      candidate.composer, False, [])
+    attempt = Attempt(
+        index, candidate.name, candidate.seeds, candidate.op_classes, candidate.depth, candidate.composer, False, []
+    )
     if fp is not None:
         dup = filters.not_duplicate(fp, claims, owner)
         verdicts.append(dup)
@@ -166,13 +201,26 @@ def synthesize_one(index, run, claims, run_id="run"):
         spec = facts["spec"]
         attempt.kept = True
         attempt.task = TaskRecord(
-            task_id=f"{run_id}-{index:06d}", name=candidate.name, source=source, seeds=candidate.seeds,
-            op_classes=candidate.op_classes, fusion_depth=candidate.depth, inputs=spec["inputs"],
-            outputs=spec["outputs"], dtype=candidate.dtype, device=run.device,
-            eager_ms=facts["eager"]["median_ms"], compiled_ms=facts["compiled"]["median_ms"],
-            compile_s=facts.get("compile_s") or 0.0, fingerprint=fp, verdicts=[v.to_json() for v in verdicts],
-            composer=candidate.composer, device_name=facts.get("device_name", ""), torch_version=torch.__version__,
-            eager_spread_pct=facts["eager"].get("spread_pct", 0.0)).to_json()
+            task_id=f"{run_id}-{index:06d}",
+            name=candidate.name,
+            source=source,
+            seeds=candidate.seeds,
+            op_classes=candidate.op_classes,
+            fusion_depth=candidate.depth,
+            inputs=spec["inputs"],
+            outputs=spec["outputs"],
+            dtype=candidate.dtype,
+            device=run.device,
+            eager_ms=facts["eager"]["median_ms"],
+            compiled_ms=facts["compiled"]["median_ms"],
+            compile_s=facts.get("compile_s") or 0.0,
+            fingerprint=fp,
+            verdicts=[v.to_json() for v in verdicts],
+            composer=candidate.composer,
+            device_name=facts.get("device_name", ""),
+            torch_version=torch.__version__,
+            eager_spread_pct=facts["eager"].get("spread_pct", 0.0),
+        ).to_json()
     elif fp:
         claims.release(fp, owner)
     return _finish(attempt, verdicts, t0)
@@ -203,9 +251,10 @@ def _finish(attempt, verdicts, t0):
 def probe_source(source, run, claims=None, owner="probe"):
     """Every filter's verdict on one problem SOURCE (untrusted: fingerprinted in the jail); for tests and tools."""
     from training.synthesis.dedup import LocalClaims
+
     if claims is None:
         import multiprocessing
+
         claims = LocalClaims(multiprocessing.Manager())
     probe = Probe(source, run, claims, owner)
     return probe.run_stages(None), probe.facts
-

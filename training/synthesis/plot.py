@@ -10,6 +10,7 @@ def plot_distribution(summary, path, title=""):
     """Write a PNG of SUMMARY's kept-set distribution to PATH; returns PATH."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -26,6 +27,7 @@ def plot_distribution(summary, path, title=""):
     values = dist.get("eager_ms_values") or []
     if values:
         import math
+
         lo, hi = math.log10(max(min(values), 1e-3)), math.log10(max(values))
         bins = [10 ** (lo + (hi - lo + 1e-9) * i / 20) for i in range(21)]
         eager.hist(values, bins=bins, color="#c44e52")

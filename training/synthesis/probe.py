@@ -5,6 +5,7 @@ sandbox's Jail; the parent decides after every stage whether the next one is wor
 Messages: start -> checked (validation, triviality facts, fingerprint); eager -> eager (timing, profile);
 compile -> compiled (traced, ran, agreed with eager); time_compiled -> compiled_timing; exit.
 """
+
 import platform
 import time
 from pathlib import Path
@@ -33,8 +34,13 @@ def facts_of(module, model, spec, device, seeds):
     first, second = outs
     equals = None
     for k, t in enumerate(inputs):
-        if isinstance(t, torch.Tensor) and len(first) == 1 and t.shape == first[0].shape and t.dtype == first[0].dtype \
-                and torch.allclose(first[0].float(), t.float(), rtol=1e-5, atol=1e-6):
+        if (
+            isinstance(t, torch.Tensor)
+            and len(first) == 1
+            and t.shape == first[0].shape
+            and t.dtype == first[0].dtype
+            and torch.allclose(first[0].float(), t.float(), rtol=1e-5, atol=1e-6)
+        ):
             equals = k
     return {
         "device_name": torch.cuda.get_device_name() if device == "cuda" else platform.processor() or platform.machine(),
@@ -64,6 +70,7 @@ def serve(channel):
     fingerprint = None
     if start.get("fingerprint"):
         from training.synthesis.dedup import fingerprint as fingerprint_of
+
         fingerprint = fingerprint_of(Path(start["problem"]).read_text(), "ks_problem_meta")
     channel.send("checked", ok=True, spec=spec, facts=facts, fingerprint=fingerprint)
     sets, eager_out = None, None
@@ -86,8 +93,13 @@ def serve(channel):
                 synchronize(device)
             except Exception as exc:  # noqa: BLE001 -- the compiles filter's reason
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                channel.send("compiled", ok=False, reason=f"torch.compile failed: {type(exc).__name__}: {first}"[:1000],
-                             compile_s=round(time.monotonic() - t0, 3), log=error_text(exc))
+                channel.send(
+                    "compiled",
+                    ok=False,
+                    reason=f"torch.compile failed: {type(exc).__name__}: {first}"[:1000],
+                    compile_s=round(time.monotonic() - t0, 3),
+                    log=error_text(exc),
+                )
                 continue
             compile_s = round(time.monotonic() - t0, 3)
             if got is None:
@@ -95,8 +107,12 @@ def serve(channel):
                 continue
             agreed = compare([t.cpu() for t in eager_out], [t.cpu() for t in got], config.atol, config.rtol)
             if not agreed.ok:
-                channel.send("compiled", ok=False, compile_s=compile_s,
-                             reason=f"the compiled model disagrees with eager: {agreed.reason}")
+                channel.send(
+                    "compiled",
+                    ok=False,
+                    compile_s=compile_s,
+                    reason=f"the compiled model disagrees with eager: {agreed.reason}",
+                )
                 continue
             channel.send("compiled", ok=True, compile_s=compile_s)
         elif kind == "time_compiled":

@@ -1,6 +1,7 @@
 """A synthesis run: candidates in parallel (worker processes driving jailed probes, or RQ jobs on a queue), results
 appended as they come, resumable (the same --out continues where it stopped), with a progress bar.
 """
+
 import json
 import logging
 import multiprocessing
@@ -40,14 +41,17 @@ class Run:
             saved = RunConfig.from_json(stored["config"])
             if saved.identity() != config.identity():
                 changed = sorted(k for k, v in config.identity().items() if saved.identity().get(k) != v)
-                raise DatasetError(f"{out} was started with other settings ({', '.join(changed)} differ): rerun with "
-                                   f"the settings in {self.files['run']} to continue it, or choose another --out")
+                raise DatasetError(
+                    f"{out} was started with other settings ({', '.join(changed)} differ): rerun with "
+                    f"the settings in {self.files['run']} to continue it, or choose another --out"
+                )
             self.run_id = stored["run_id"]
         else:
             self.run_id = uuid.uuid4().hex[:8]
             tmp = self.files["run"].with_suffix(".tmp")
-            tmp.write_text(json.dumps({"run_id": self.run_id, "config": config.to_json(), "started": time.time()},
-                                      indent=2))
+            tmp.write_text(
+                json.dumps({"run_id": self.run_id, "config": config.to_json(), "started": time.time()}, indent=2)
+            )
             os.replace(tmp, self.files["run"])
         self.config = config
         for kind in ("tasks", "attempts"):  # a line cut by a crash must not glue itself to the next append
@@ -59,8 +63,19 @@ class Run:
         for task in self.tasks:
             index = int(task.task_id.rsplit("-", 1)[1])
             if index not in logged:
-                self.attempts.append(Attempt(index, task.name, task.seeds, task.op_classes, task.fusion_depth,
-                                             task.composer, True, task.verdicts, eager_ms=task.eager_ms))
+                self.attempts.append(
+                    Attempt(
+                        index,
+                        task.name,
+                        task.seeds,
+                        task.op_classes,
+                        task.fusion_depth,
+                        task.composer,
+                        True,
+                        task.verdicts,
+                        eager_ms=task.eager_ms,
+                    )
+                )
         self.next_index = max((a.index for a in self.attempts), default=-1) + 1
         self.deadline = None
 
@@ -68,8 +83,9 @@ class Run:
         path = self.files["run"]
         if not path.exists():
             if self.files["tasks"].exists() and self.files["tasks"].stat().st_size:
-                raise DatasetError(f"{self.files['tasks']} exists but is not a synthesis run (no {path.name}): "
-                                   f"choose another --out")
+                raise DatasetError(
+                    f"{self.files['tasks']} exists but is not a synthesis run (no {path.name}): choose another --out"
+                )
             return None
         try:
             return json.loads(path.read_text())
@@ -105,6 +121,7 @@ class Progress:
         self.bar = None
         if enabled:
             from tqdm import tqdm
+
             self.bar = tqdm(total=total, initial=min(initial, total), unit="task", desc="kept", dynamic_ncols=True)
 
     def update(self, run, kept, note=""):
@@ -121,8 +138,18 @@ class Progress:
             self.bar.close()
 
 
-def synthesize(out, config, count, workers=1, backend="local", queue=None, redis_url=None, max_attempts=None,
-               progress=True, time_limit_s=None):
+def synthesize(
+    out,
+    config,
+    count,
+    workers=1,
+    backend="local",
+    queue=None,
+    redis_url=None,
+    max_attempts=None,
+    progress=True,
+    time_limit_s=None,
+):
     """Run (or continue) synthesis into OUT until COUNT tasks are kept (or MAX_ATTEMPTS candidates were tried, or
     TIME_LIMIT_S passed: no new candidate starts after it); returns the summary."""
     if count < 1 or workers < 1:
@@ -135,8 +162,15 @@ def synthesize(out, config, count, workers=1, backend="local", queue=None, redis
     bar = Progress(count, len(run.tasks), progress)
     try:
         if backend == "rq":
-            _run_rq(run, count, workers, queue or queue_name(config.device),
-                    redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL, max_attempts, bar)
+            _run_rq(
+                run,
+                count,
+                workers,
+                queue or queue_name(config.device),
+                redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL,
+                max_attempts,
+                bar,
+            )
         elif backend == "local":
             _run_local(run, count, workers, max_attempts, bar)
         else:
@@ -148,8 +182,11 @@ def synthesize(out, config, count, workers=1, backend="local", queue=None, redis
 
 
 def _budget_left(run, count, max_attempts, in_flight):
-    return (len(run.tasks) < count and len(run.attempts) + in_flight < max_attempts
-            and (run.deadline is None or time.monotonic() < run.deadline))
+    return (
+        len(run.tasks) < count
+        and len(run.attempts) + in_flight < max_attempts
+        and (run.deadline is None or time.monotonic() < run.deadline)
+    )
 
 
 def _run_local(run, count, workers, max_attempts, bar):
@@ -175,12 +212,14 @@ def _run_rq(run, count, workers, queue_name, redis_url, max_attempts, bar):
     import redis
     from rq import Queue
     from rq.job import Job, JobStatus
+
     connection = redis.Redis.from_url(redis_url)
     try:
         connection.ping()
     except redis.RedisError as exc:
-        raise DatasetError(f"Redis at {redis_url} is not reachable ({exc}): start it, set REDIS_URL, or use "
-                           f"--backend local") from None
+        raise DatasetError(
+            f"Redis at {redis_url} is not reachable ({exc}): start it, set REDIS_URL, or use --backend local"
+        ) from None
     key = f"ks:synthesis:{run.run_id}:claims"
     claims = RedisClaims(redis_url, key)
     claims.reset(run.initial_claims())
@@ -190,16 +229,26 @@ def _run_rq(run, count, workers, queue_name, redis_url, max_attempts, bar):
     while True:
         while len(pending) < workers and _budget_left(run, count, max_attempts, len(pending)):
             index = run.next_index
-            job = queue.enqueue(run_job, index, run.config.to_json(), run.run_id, redis_url, key,
-                                job_id=f"ks-synth-{run.run_id}-{index:06d}", job_timeout=timeout,
-                                result_ttl=3600, failure_ttl=3600)
+            job = queue.enqueue(
+                run_job,
+                index,
+                run.config.to_json(),
+                run.run_id,
+                redis_url,
+                key,
+                job_id=f"ks-synth-{run.run_id}-{index:06d}",
+                job_timeout=timeout,
+                result_ttl=3600,
+                failure_ttl=3600,
+            )
             pending[job.id] = index
             run.next_index += 1
         if not pending:
             return
         time.sleep(0.3)
-        statuses = dict(zip(pending, (j.get_status() if j else None
-                                      for j in Job.fetch_many(list(pending), connection=connection))))
+        statuses = dict(
+            zip(pending, (j.get_status() if j else None for j in Job.fetch_many(list(pending), connection=connection)))
+        )
         finished = False
         for job_id, status in statuses.items():
             if status not in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED, None):
@@ -217,6 +266,7 @@ def _run_rq(run, count, workers, queue_name, redis_url, max_attempts, bar):
 
 def _job_attempt(job, status, index):
     from rq.job import JobStatus
+
     if status == JobStatus.FINISHED:
         return Attempt.from_json(job.return_value())
     reason = "the RQ job vanished from Redis" if job is None else f"the RQ job ended {status}"

@@ -1,5 +1,6 @@
 """One seed of the catalogue (an operator the composer may stack, as templates over `x`) and the vocabulary of
 layouts, input domains, dtypes and operator classes that the catalogue, the composer and the blocks share."""
+
 from dataclasses import asdict, dataclass
 
 # Rank of the running tensor without its batch dimension -> the layout the composer tracks.
@@ -12,9 +13,27 @@ DOMAINS = ("real", "positive", "prob")
 DTYPES = ("float32", "bfloat16", "float16")
 
 # Operator classes the catalogue and the dataset summary use.
-CLASSES = ("activation", "elementwise", "binary", "reduction", "scan", "softmax", "normalization", "convolution",
-           "linear", "pooling", "layout", "padding", "upsampling", "loss", "recurrent", "attention", "mlp",
-           "rotary", "moe")
+CLASSES = (
+    "activation",
+    "elementwise",
+    "binary",
+    "reduction",
+    "scan",
+    "softmax",
+    "normalization",
+    "convolution",
+    "linear",
+    "pooling",
+    "layout",
+    "padding",
+    "upsampling",
+    "loss",
+    "recurrent",
+    "attention",
+    "mlp",
+    "rotary",
+    "moe",
+)
 
 
 @dataclass
@@ -26,6 +45,7 @@ class Seed:
     feature size), $NC (a new channel count), $G (groups dividing $C), $NH / $KV / $HD (heads, key-value heads
     and head size for $D).
     """
+
     name: str
     op_class: str
     origin: str  # torch | torch.nn.functional | torch.nn | transformers | blocks
@@ -52,7 +72,13 @@ class Seed:
 
     def describe(self):
         """The catalogue entry a person reads: class, how it is built, valid input shapes and dtypes."""
-        return {"name": self.name, "class": self.op_class, "origin": self.origin,
-                "build": "\n".join(line for line in (self.init, self.forward) if line),
-                "inputs": {layout: list(PROBE_SHAPES[layout]) for layout in self.layouts if layout in PROBE_SHAPES},
-                "domain": self.domain, "dtypes": list(self.dtypes), "stochastic": self.stochastic}
+        return {
+            "name": self.name,
+            "class": self.op_class,
+            "origin": self.origin,
+            "build": "\n".join(line for line in (self.init, self.forward) if line),
+            "inputs": {layout: list(PROBE_SHAPES[layout]) for layout in self.layouts if layout in PROBE_SHAPES},
+            "domain": self.domain,
+            "dtypes": list(self.dtypes),
+            "stochastic": self.stochastic,
+        }

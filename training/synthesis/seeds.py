@@ -5,6 +5,7 @@ A seed is data: a template of __init__ and forward lines over `x` (the running t
 that training.synthesis.compose fills from the input's shape. The crawl's result is cached per torch and
 transformers version, so composing in a worker process costs a JSON read.
 """
+
 import hashlib
 import inspect
 import json
@@ -49,6 +50,7 @@ class CatalogueError(Exception):
 
 # -- probing -------------------------------------------------------------------------------------------------
 
+
 def range_of(t):
     """The narrowest domain a tensor's values lie in."""
     if t.numel() and bool((t > 0).all()) and bool((t < 1).all()):
@@ -69,6 +71,7 @@ def _run_template(seed, shape, domain, dtype="float32", forward_seed=None):
 def _probe(seed):
     """Fill SEED's layouts, domain, range, dtypes and stochasticity by running it; None if it never works."""
     import torch
+
     works = {}
     for layout, shape in PROBE_SHAPES.items():
         if layout not in seed.layouts:
@@ -115,6 +118,7 @@ def _probe_operator(seed):
 
 def _is_identity(seed):
     import torch
+
     try:
         out, _, inputs = _run_template(seed, PROBE_SHAPES[seed.layouts[0]], seed.domain)
     except Exception:  # noqa: BLE001
@@ -126,8 +130,26 @@ def _is_identity(seed):
 
 # -- the crawl -----------------------------------------------------------------------------------------------
 
-ACTIVATION_WORDS = ("relu", "elu", "gelu", "silu", "sigmoid", "tanh", "softplus", "mish", "swish", "shrink",
-                    "softsign", "hardswish", "logsigmoid", "glu", "threshold", "celu", "selu", "prelu")
+ACTIVATION_WORDS = (
+    "relu",
+    "elu",
+    "gelu",
+    "silu",
+    "sigmoid",
+    "tanh",
+    "softplus",
+    "mish",
+    "swish",
+    "shrink",
+    "softsign",
+    "hardswish",
+    "logsigmoid",
+    "glu",
+    "threshold",
+    "celu",
+    "selu",
+    "prelu",
+)
 
 
 def _classify_unary(name):
@@ -149,6 +171,7 @@ def _function_seeds():
     """torch.* and torch.nn.functional.* through PyTorch's own registry of overridable functions."""
     import torch
     import torch.nn.functional as F
+
     overrides = torch.overrides.get_testing_overrides()
     seeds, seen = [], set()
     for origin, module, prefix in (("torch", torch, "torch"), ("torch.nn.functional", F, "F")):
@@ -159,20 +182,27 @@ def _function_seeds():
             params = _required(fn, overrides) if callable(fn) else None
             if params is None or id(fn) in seen:
                 continue
-            required = [p.name for p in params if p.default is inspect.Parameter.empty
-                        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            required = [
+                p.name
+                for p in params
+                if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
             # Some registry entries spell their dimension argument `names` (the named-tensor overload).
             dims = {p.name for p in params} & {"dim", "names"}
             call = f"{prefix}.{name}"
             if len(required) == 1 and not dims:
                 candidates = [Seed(call, _classify_unary(name), origin, f"x = {call}(x)")]
             elif len(required) == 2 and not dims:
-                candidates = [Seed(call, "binary", origin, f"x = {call}(x, $y)", operand="broadcast"),
-                              Seed(call, "loss", origin, f"x = {call}(x, $y)", operand="full")]
+                candidates = [
+                    Seed(call, "binary", origin, f"x = {call}(x, $y)", operand="broadcast"),
+                    Seed(call, "loss", origin, f"x = {call}(x, $y)", operand="full"),
+                ]
             elif dims and len(required) <= 2 and set(required[1:]) <= dims:
-                candidates = [Seed(call, "scan", origin, f"x = {call}(x, dim=-1)"),
-                              Seed(call, "reduction", origin, f"x = {call}(x, dim=-1)"),
-                              Seed(call, "reduction", origin, f"x = {call}(x, dim=-1)[0]")]
+                candidates = [
+                    Seed(call, "scan", origin, f"x = {call}(x, dim=-1)"),
+                    Seed(call, "reduction", origin, f"x = {call}(x, dim=-1)"),
+                    Seed(call, "reduction", origin, f"x = {call}(x, dim=-1)[0]"),
+                ]
             else:
                 continue
             for seed in candidates:
@@ -208,11 +238,30 @@ def _accept(seed):
 
 # nn.Module constructor parameters -> template variables. Pool and pad sizes stay small so shapes survive.
 _MODULE_ARGS = {
-    "in_features": "$D", "out_features": "$N", "in1_features": "$D", "in2_features": "$D",
-    "in_channels": "$C", "out_channels": "$NC", "num_features": "$C", "num_channels": "$C", "num_groups": "$G",
-    "normalized_shape": "$D", "embed_dim": "$D", "num_heads": "$NH", "d_model": "$D", "nhead": "$NH",
-    "input_size": "$D", "hidden_size": "$N", "upscale_factor": "2", "downscale_factor": "2", "groups": "$G",
-    "norm_type": "2", "padding": "1", "value": "0.5", "size": "3", "threshold": "0.1",
+    "in_features": "$D",
+    "out_features": "$N",
+    "in1_features": "$D",
+    "in2_features": "$D",
+    "in_channels": "$C",
+    "out_channels": "$NC",
+    "num_features": "$C",
+    "num_channels": "$C",
+    "num_groups": "$G",
+    "normalized_shape": "$D",
+    "embed_dim": "$D",
+    "num_heads": "$NH",
+    "d_model": "$D",
+    "nhead": "$NH",
+    "input_size": "$D",
+    "hidden_size": "$N",
+    "upscale_factor": "2",
+    "downscale_factor": "2",
+    "groups": "$G",
+    "norm_type": "2",
+    "padding": "1",
+    "value": "0.5",
+    "size": "3",
+    "threshold": "0.1",
 }
 _MODULE_EXTRA = {
     "RNN": {"input_size": "$D", "hidden_size": "$N", "batch_first": "True"},
@@ -229,21 +278,30 @@ _MODULE_CALL = {
     "MultiheadAttention": "x = self.$p(x, x, x, need_weights=False)[0]",
     "TransformerDecoderLayer": "x = self.$p(x, x)",
     "Bilinear": "x = self.$p(x, x)",
-    "RNN": "x = self.$p(x)[0]", "LSTM": "x = self.$p(x)[0]", "GRU": "x = self.$p(x)[0]",
+    "RNN": "x = self.$p(x)[0]",
+    "LSTM": "x = self.$p(x)[0]",
+    "GRU": "x = self.$p(x)[0]",
 }
-_MODULE_SKIP = re.compile(r"^(Lazy|Module|Sequential|Parameter|Container|Identity|Embedding|Fold|Unfold|"
-                          r"MaxUnpool|Transformer$|TransformerEncoder$|TransformerDecoder$|RNNBase|.*Cell$|"
-                          r"AdaptiveLogSoftmax|LinearCrossEntropy|Unflatten|SyncBatchNorm|CrossMapLRN2d|"
-                          r"Fractional|.*Loss$|Softmax$|LogSoftmax$|Softmin$)")
+_MODULE_SKIP = re.compile(
+    r"^(Lazy|Module|Sequential|Parameter|Container|Identity|Embedding|Fold|Unfold|"
+    r"MaxUnpool|Transformer$|TransformerEncoder$|TransformerDecoder$|RNNBase|.*Cell$|"
+    r"AdaptiveLogSoftmax|LinearCrossEntropy|Unflatten|SyncBatchNorm|CrossMapLRN2d|"
+    r"Fractional|.*Loss$|Softmax$|LogSoftmax$|Softmin$)"
+)
 
 
 def _module_class(name):
     lowered = name.lower()
     for words, cls in (
-        (("conv",), "convolution"), (("pool",), "pooling"), (("norm",), "normalization"),
-        (("pad",), "padding"), (("upsampl", "pixelshuffle", "pixelunshuffle"), "upsampling"),
-        (("linear", "bilinear"), "linear"), (("rnn", "lstm", "gru"), "recurrent"),
-        (("attention", "transformer"), "attention"), (("softmax", "softmin"), "softmax"),
+        (("conv",), "convolution"),
+        (("pool",), "pooling"),
+        (("norm",), "normalization"),
+        (("pad",), "padding"),
+        (("upsampl", "pixelshuffle", "pixelunshuffle"), "upsampling"),
+        (("linear", "bilinear"), "linear"),
+        (("rnn", "lstm", "gru"), "recurrent"),
+        (("attention", "transformer"), "attention"),
+        (("softmax", "softmin"), "softmax"),
         (("flatten", "channelshuffle"), "layout"),
     ):
         if any(w in lowered for w in words):
@@ -253,6 +311,7 @@ def _module_class(name):
 
 def _module_seeds():
     import torch.nn as nn
+
     seeds = []
     for name in sorted(nn.modules.__all__):
         cls = getattr(nn, name, None)
@@ -279,8 +338,13 @@ def _module_seeds():
             continue
         args.update(_MODULE_EXTRA.get(name, {}))
         ctor = ", ".join(f"{k}={v}" for k, v in args.items())
-        seed = Seed(f"nn.{name}", _module_class(name), "torch.nn", _MODULE_CALL.get(name, "x = self.$p(x)"),
-                    init=f"self.$p = nn.{name}({ctor})")
+        seed = Seed(
+            f"nn.{name}",
+            _module_class(name),
+            "torch.nn",
+            _MODULE_CALL.get(name, "x = self.$p(x)"),
+            init=f"self.$p = nn.{name}({ctor})",
+        )
         found = _probe_operator(seed)
         if found is not None:
             seeds.append(found)
@@ -289,38 +353,91 @@ def _module_seeds():
 
 def _layout_seeds():
     """Shape changers the torch crawl skips as views: each moves the running tensor to another layout."""
-    return [s for s in (_probe(seed) for seed in (
-        Seed("torch.transpose", "layout", "torch", "x = torch.transpose(x, -1, -2).contiguous()",
-             layouts=("sequence", "image", "volume")),
-        Seed("torch.flatten", "layout", "torch", "x = torch.flatten(x, 1)", layouts=("sequence", "image", "volume")),
-        Seed("torch.permute", "layout", "torch", "x = x.permute(0, 2, 3, 1).contiguous()", layouts=("image",)),
-        Seed("F.interpolate", "upsampling", "torch.nn.functional",
-             "x = F.interpolate(x, scale_factor=2.0, mode='nearest')", layouts=("sequence", "image", "volume")),
-        Seed("F.pad", "padding", "torch.nn.functional", "x = F.pad(x, (1, 1))"),
-        Seed("torch.clamp", "elementwise", "torch", "x = torch.clamp(x, min=-0.5, max=0.5)"),
-        Seed("torch.matmul", "linear", "torch", "x = torch.matmul(x, x.transpose(-1, -2))",
-             layouts=("sequence", "image")),
-        Seed("torch.bmm", "linear", "torch", "x = torch.bmm(x, x.transpose(1, 2))", layouts=("sequence",)),
-        Seed("torch.softmax", "softmax", "torch", "x = torch.softmax(x, dim=-1)"),
-        Seed("torch.log_softmax", "softmax", "torch", "x = torch.log_softmax(x, dim=-1)"),
-        Seed("nn.Softmax", "softmax", "torch.nn", "x = self.$p(x)", init="self.$p = nn.Softmax(dim=1)",
-             layouts=("features", "sequence", "image", "volume")),
-        Seed("nn.LogSoftmax", "softmax", "torch.nn", "x = self.$p(x)", init="self.$p = nn.LogSoftmax(dim=1)"),
-        Seed("nn.Softmin", "softmax", "torch.nn", "x = self.$p(x)", init="self.$p = nn.Softmin(dim=1)"),
-        Seed("F.linear", "linear", "torch.nn.functional", "x = F.linear(x, self.$p_w, self.$p_b)",
-             init="self.$p_w = nn.Parameter(torch.randn($N, $D) / math.sqrt($D))\n"
-                  "self.$p_b = nn.Parameter(torch.zeros($N))", layouts=("features", "sequence")),
-        Seed("torch.addmm", "linear", "torch", "x = torch.addmm(self.$p_b, x, self.$p_w)",
-             init="self.$p_w = nn.Parameter(torch.randn($D, $N) / math.sqrt($D))\n"
-                  "self.$p_b = nn.Parameter(torch.zeros($N))", layouts=("features",)),
-        Seed("torch.einsum", "linear", "torch", "x = torch.einsum('bld,de->ble', x, self.$p_w)",
-             init="self.$p_w = nn.Parameter(torch.randn($D, $N) / math.sqrt($D))", layouts=("sequence",)),
-    )) if s is not None]
+    return [
+        s
+        for s in (
+            _probe(seed)
+            for seed in (
+                Seed(
+                    "torch.transpose",
+                    "layout",
+                    "torch",
+                    "x = torch.transpose(x, -1, -2).contiguous()",
+                    layouts=("sequence", "image", "volume"),
+                ),
+                Seed(
+                    "torch.flatten",
+                    "layout",
+                    "torch",
+                    "x = torch.flatten(x, 1)",
+                    layouts=("sequence", "image", "volume"),
+                ),
+                Seed("torch.permute", "layout", "torch", "x = x.permute(0, 2, 3, 1).contiguous()", layouts=("image",)),
+                Seed(
+                    "F.interpolate",
+                    "upsampling",
+                    "torch.nn.functional",
+                    "x = F.interpolate(x, scale_factor=2.0, mode='nearest')",
+                    layouts=("sequence", "image", "volume"),
+                ),
+                Seed("F.pad", "padding", "torch.nn.functional", "x = F.pad(x, (1, 1))"),
+                Seed("torch.clamp", "elementwise", "torch", "x = torch.clamp(x, min=-0.5, max=0.5)"),
+                Seed(
+                    "torch.matmul",
+                    "linear",
+                    "torch",
+                    "x = torch.matmul(x, x.transpose(-1, -2))",
+                    layouts=("sequence", "image"),
+                ),
+                Seed("torch.bmm", "linear", "torch", "x = torch.bmm(x, x.transpose(1, 2))", layouts=("sequence",)),
+                Seed("torch.softmax", "softmax", "torch", "x = torch.softmax(x, dim=-1)"),
+                Seed("torch.log_softmax", "softmax", "torch", "x = torch.log_softmax(x, dim=-1)"),
+                Seed(
+                    "nn.Softmax",
+                    "softmax",
+                    "torch.nn",
+                    "x = self.$p(x)",
+                    init="self.$p = nn.Softmax(dim=1)",
+                    layouts=("features", "sequence", "image", "volume"),
+                ),
+                Seed("nn.LogSoftmax", "softmax", "torch.nn", "x = self.$p(x)", init="self.$p = nn.LogSoftmax(dim=1)"),
+                Seed("nn.Softmin", "softmax", "torch.nn", "x = self.$p(x)", init="self.$p = nn.Softmin(dim=1)"),
+                Seed(
+                    "F.linear",
+                    "linear",
+                    "torch.nn.functional",
+                    "x = F.linear(x, self.$p_w, self.$p_b)",
+                    init="self.$p_w = nn.Parameter(torch.randn($N, $D) / math.sqrt($D))\n"
+                    "self.$p_b = nn.Parameter(torch.zeros($N))",
+                    layouts=("features", "sequence"),
+                ),
+                Seed(
+                    "torch.addmm",
+                    "linear",
+                    "torch",
+                    "x = torch.addmm(self.$p_b, x, self.$p_w)",
+                    init="self.$p_w = nn.Parameter(torch.randn($D, $N) / math.sqrt($D))\n"
+                    "self.$p_b = nn.Parameter(torch.zeros($N))",
+                    layouts=("features",),
+                ),
+                Seed(
+                    "torch.einsum",
+                    "linear",
+                    "torch",
+                    "x = torch.einsum('bld,de->ble', x, self.$p_w)",
+                    init="self.$p_w = nn.Parameter(torch.randn($D, $N) / math.sqrt($D))",
+                    layouts=("sequence",),
+                ),
+            )
+        )
+        if s is not None
+    ]
 
 
 def crawl():
     """Every seed the crawl finds here (slow: seconds to a minute); use catalogue() for the cached result."""
     import torch
+
     torch.set_num_threads(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -334,13 +451,19 @@ def crawl():
 
 def _cache_path():
     import torch
+
     try:
         import transformers
+
         tf_version = transformers.__version__
     except ImportError:
         tf_version = "none"
-    here = hashlib.sha256(b"".join(open(os.path.join(os.path.dirname(__file__), name), "rb").read()
-                                   for name in ("seed.py", "seeds.py", "blocks.py", "compose.py"))).hexdigest()[:12]
+    here = hashlib.sha256(
+        b"".join(
+            open(os.path.join(os.path.dirname(__file__), name), "rb").read()
+            for name in ("seed.py", "seeds.py", "blocks.py", "compose.py")
+        )
+    ).hexdigest()[:12]
     key = f"v{CATALOGUE_VERSION}-torch{torch.__version__}-tf{tf_version}-{here}"
     return settings.cache_dir() / "synthesis" / f"seeds-{key}.json"
 

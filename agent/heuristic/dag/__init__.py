@@ -1,5 +1,6 @@
 """The DAG planner: any captured ATen graph partitioned into fused kernels (loops, scans, GEMMs, convolutions,
 attention), for problems whose graph is not the chain the stage planner (plan.py) expects."""
+
 from agent.heuristic.dag.lower import lower
 from agent.heuristic.dag.match import fuse_attention
 from agent.heuristic.dag.schedule import DagPlan, schedule
@@ -11,6 +12,7 @@ def plan_graph(captured):
     fuse_attention(graph)
     plan = schedule(graph)
     from agent.heuristic.dag.codegen import Writer
+
     Writer(plan, "cpu").write()  # an element without a C form is Unsupported now, by name, not at codegen
     return plan
 

@@ -1,5 +1,6 @@
 """The attention family: scaled_dot_product_attention (and the hand-written softmax(q k^T * s + mask) v, matched in
 match.py) as one tiled online-softmax kernel: ks_attention.h (C++) and ks_attention.cuh (CUDA), beside this module."""
+
 import functools
 import math
 from pathlib import Path
@@ -38,13 +39,17 @@ def source(kernel, buffers, device, params):
     name = f"k_{node.name}"
     signature = "".join(f"const {x.ctype}* {r}, " for x, r in zip(inputs, reads)) + "float* out"
     if device == "cpu":
-        body = (f"    constexpr KsAttention a{{{batch}, {lq}, {lk}, {e}, {ev}, {node.attrs['scale']!r}f, "
-                f"{str(node.attrs['causal']).lower()}, {kind}, {stride}}};\n"
-                f"    ks_attention(a, {q}, {k}, {v}, {mask}, out, {'true' if batch * lq * lk * e >= 1 << 16 else 'false'});\n")
+        body = (
+            f"    constexpr KsAttention a{{{batch}, {lq}, {lk}, {e}, {ev}, {node.attrs['scale']!r}f, "
+            f"{str(node.attrs['causal']).lower()}, {kind}, {stride}}};\n"
+            f"    ks_attention(a, {q}, {k}, {v}, {mask}, out, {'true' if batch * lq * lk * e >= 1 << 16 else 'false'});\n"
+        )
         text = f'#include "{HEADERS[device]}"\nvoid {name}({signature}) {{\n{body}}}\n'
     else:
         tile = 32 if e + ev <= 256 else 16
-        body = (f"    ks_attention<{e}, {ev}, {tile}, {mask_type}>({q}, {k}, {v}, {mask}, out, {batch}, {lq}, {lk}, "
-                f"{node.attrs['scale']!r}f, {str(node.attrs['causal']).lower()}, {kind}, {stride}, stream);\n")
+        body = (
+            f"    ks_attention<{e}, {ev}, {tile}, {mask_type}>({q}, {k}, {v}, {mask}, out, {batch}, {lq}, {lk}, "
+            f"{node.attrs['scale']!r}f, {str(node.attrs['causal']).lower()}, {kind}, {stride}, stream);\n"
+        )
         text = f'#include "{HEADERS[device]}"\nvoid {name}({signature}, cudaStream_t stream) {{\n{body}}}\n'
     return name, reads, text, [HEADERS[device]]

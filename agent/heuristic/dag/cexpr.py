@@ -4,6 +4,7 @@ window loops, all over the buffers of materialized nodes. One emitter serves the
 Values are named temporaries, shared within a scope (x + f(x) reads x once); a loop opens a child scope whose
 temporaries die with it.
 """
+
 import math
 
 from agent.heuristic.dag.ir import C_TYPES, FLOATS, contiguous_strides, promote
@@ -11,14 +12,33 @@ from agent.heuristic.errors import Unsupported
 from agent.heuristic.plan import BINARY as FLOAT_BINARY
 from agent.heuristic.plan import UNARY as FLOAT_UNARY
 
-INTEGRAL_UNARY = {"neg": "(-({x}))", "abs": "(({x}) < 0 ? -({x}) : ({x}))", "square": "(({x}) * ({x}))",
-                  "sign": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))", "sgn": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))",
-                  "relu": "(({x}) > 0 ? ({x}) : 0)", "ceil": "({x})", "floor": "({x})", "round": "({x})",
-                  "trunc": "({x})", "bitwise_not": "(~({x}))"}
-BOOL_UNARY = {"logical_not": "(!({x}))", "isnan": "({x} != {x})", "isinf": "(fabs((double)({x})) == INFINITY)",
-              "isfinite": "(({x}) == ({x}) && fabs((double)({x})) != INFINITY)", "signbit": "(({x}) < 0)"}
-EXTRA_FLOAT_UNARY = {"frac": "(({x}) - truncf({x}))", "acosh": "acoshf({x})", "sgn": FLOAT_UNARY["sign"],
-                     "relu6": FLOAT_UNARY["relu6"], "bitwise_not": "(!({x}))"}
+INTEGRAL_UNARY = {
+    "neg": "(-({x}))",
+    "abs": "(({x}) < 0 ? -({x}) : ({x}))",
+    "square": "(({x}) * ({x}))",
+    "sign": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))",
+    "sgn": "(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : 0))",
+    "relu": "(({x}) > 0 ? ({x}) : 0)",
+    "ceil": "({x})",
+    "floor": "({x})",
+    "round": "({x})",
+    "trunc": "({x})",
+    "bitwise_not": "(~({x}))",
+}
+BOOL_UNARY = {
+    "logical_not": "(!({x}))",
+    "isnan": "({x} != {x})",
+    "isinf": "(fabs((double)({x})) == INFINITY)",
+    "isfinite": "(({x}) == ({x}) && fabs((double)({x})) != INFINITY)",
+    "signbit": "(({x}) < 0)",
+}
+EXTRA_FLOAT_UNARY = {
+    "frac": "(({x}) - truncf({x}))",
+    "acosh": "acoshf({x})",
+    "sgn": FLOAT_UNARY["sign"],
+    "relu6": FLOAT_UNARY["relu6"],
+    "bitwise_not": "(!({x}))",
+}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
 BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
@@ -39,7 +59,7 @@ def literal(value, dtype):
 
 def coord(index, shape, d):
     """C expression of coordinate D of flat INDEX in row-major SHAPE."""
-    inner = math.prod(shape[d + 1:])
+    inner = math.prod(shape[d + 1 :])
     if shape[d] == 1:
         return "0"
     text = f"({index})" if inner == 1 else f"(({index}) / {inner}LL)"
@@ -54,8 +74,11 @@ def broadcast_index(index, shape, out_shape):
         return "0"
     padded = [1] * (len(out_shape) - len(shape)) + list(shape)
     strides = contiguous_strides(padded)
-    terms = [f"{coord(index, out_shape, d)} * {strides[d]}LL" if strides[d] != 1 else coord(index, out_shape, d)
-             for d in range(len(out_shape)) if padded[d] != 1]
+    terms = [
+        f"{coord(index, out_shape, d)} * {strides[d]}LL" if strides[d] != 1 else coord(index, out_shape, d)
+        for d in range(len(out_shape))
+        if padded[d] != 1
+    ]
     return " + ".join(terms) or "0"
 
 
@@ -147,7 +170,9 @@ class Emitter:
         elif op in COMPARE or op in LOGICAL:
             compute = C_TYPES[promote(*tensor_dtypes)]
             a, b = (f"({compute})({x})" for x in args)
-            expr = f"({a} {COMPARE[op]} {b})" if op in COMPARE else f"((bool)({args[0]}) {LOGICAL[op]} (bool)({args[1]}))"
+            expr = (
+                f"({a} {COMPARE[op]} {b})" if op in COMPARE else f"((bool)({args[0]}) {LOGICAL[op]} (bool)({args[1]}))"
+            )
         elif op in BITWISE:
             expr = f"({out})(({args[0]}) {BITWISE[op]} ({args[1]}))"
         elif op in BOOL_UNARY:
@@ -174,7 +199,7 @@ class Emitter:
         if op in ("minimum", "fmin"):
             return f"({a[0]} < {a[1]} ? {a[0]} : {a[1]})"
         if op in ("floor_divide",) or op == "div" and node.attrs.get("mode") == "floor":
-            return (f"({a[0]} / {a[1]} - ((({a[0]} % {a[1]}) != 0) && ((({a[0]} < 0) != ({a[1]} < 0))) ? 1 : 0))")
+            return f"({a[0]} / {a[1]} - ((({a[0]} % {a[1]}) != 0) && ((({a[0]} < 0) != ({a[1]} < 0))) ? 1 : 0))"
         if op == "div":
             return f"({a[0]} / {a[1]})"
         if op in ("remainder",):
@@ -205,7 +230,7 @@ class Emitter:
 
     def _cat(self, scope, node, index):
         dim, sizes = node.attrs["dim"], node.attrs["sizes"]
-        inner = math.prod(node.shape[dim + 1:])
+        inner = math.prod(node.shape[dim + 1 :])
         c = self.index(scope, coord(index, node.shape, dim) if node.shape[dim] != 1 else "0")
         outer = self.index(scope, f"({index}) / {node.shape[dim] * inner}LL")
         within = self.index(scope, f"({index}) % {inner}LL") if inner > 1 else "0"
@@ -230,8 +255,11 @@ class Emitter:
             src = self.index(scope, f"({c} - {before})" if before else c)
             if before or node.shape[d] != x.shape[d]:
                 inside.append(f"({src} >= 0 && {src} < {x.shape[d]})")
-            clamped = f"({src} < 0 ? 0 : ({src} >= {x.shape[d]} ? {x.shape[d] - 1} : {src}))" \
-                if before or node.shape[d] != x.shape[d] else src
+            clamped = (
+                f"({src} < 0 ? 0 : ({src} >= {x.shape[d]} ? {x.shape[d] - 1} : {src}))"
+                if before or node.shape[d] != x.shape[d]
+                else src
+            )
             if x.shape[d] != 1:
                 terms.append(f"{clamped} * {strides[d]}LL")
         value = self.value(scope, x, self.index(scope, " + ".join(terms) or "0"))
@@ -254,21 +282,25 @@ class Emitter:
         dim = node.attrs["dim"]
         if node.attrs["mode"] == "index":
             count = ids.numel
-            post = math.prod(x.shape[dim + 1:])
+            post = math.prod(x.shape[dim + 1 :])
             outer = self.index(scope, f"({index}) / {count * post}LL")
             mid = self.index(scope, f"(({index}) / {post}LL) % {count}LL" if count > 1 else "0")
             rest = self.index(scope, f"({index}) % {post}LL") if post > 1 else "0"
             raw = self.value(scope, ids, mid)
-            id_ = self.define(scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {x.shape[dim]}LL : "
-                                                f"(int64_t)({raw}))")
+            id_ = self.define(
+                scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {x.shape[dim]}LL : (int64_t)({raw}))"
+            )
             flat = self.index(scope, f"({outer} * {x.shape[dim]}LL + {id_}) * {post}LL + {rest}")
             return self.value(scope, x, flat)
         raw = self.value(scope, ids, self.index(scope, broadcast_index(index, ids.shape, node.shape)))
         strides = contiguous_strides(x.shape)
         terms = []
         for d in range(len(node.shape)):
-            c = f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {x.shape[d]}LL : (int64_t)({raw}))" if d == dim \
+            c = (
+                f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {x.shape[d]}LL : (int64_t)({raw}))"
+                if d == dim
                 else coord(index, node.shape, d)
+            )
             terms.append(f"{c} * {strides[d]}LL")
         return self.value(scope, x, self.index(scope, " + ".join(terms)))
 
@@ -284,16 +316,29 @@ class Emitter:
             t = "double"
         if op in ("any", "all"):
             t = "bool"
-        init = {"sum": "0", "mean": "0", "prod": "1", "any": "false", "all": "true",
-                "max": "(-INFINITY)" if src.dtype in FLOATS else f"std::numeric_limits<{t}>::lowest()",
-                "min": "INFINITY" if src.dtype in FLOATS else f"std::numeric_limits<{t}>::max()"}[op]
+        init = {
+            "sum": "0",
+            "mean": "0",
+            "prod": "1",
+            "any": "false",
+            "all": "true",
+            "max": "(-INFINITY)" if src.dtype in FLOATS else f"std::numeric_limits<{t}>::lowest()",
+            "min": "INFINITY" if src.dtype in FLOATS else f"std::numeric_limits<{t}>::max()",
+        }[op]
         if self.device == "cuda" and init.startswith("std::"):
-            init = {"int64_t": "(-9223372036854775807LL - 1)" if op == "max" else "9223372036854775807LL",
-                    "int32_t": "(-2147483647 - 1)" if op == "max" else "2147483647"}.get(t, "0")
-        update = {"sum": "{acc} += ({t}){v};", "mean": "{acc} += ({t}){v};", "prod": "{acc} *= ({t}){v};",
-                  "any": "{acc} = {acc} || (bool){v};", "all": "{acc} = {acc} && (bool){v};",
-                  "max": "{acc} = {v} > {acc} ? {v} : {acc};",
-                  "min": "{acc} = {v} < {acc} ? {v} : {acc};"}[op].replace("{t}", t)
+            init = {
+                "int64_t": "(-9223372036854775807LL - 1)" if op == "max" else "9223372036854775807LL",
+                "int32_t": "(-2147483647 - 1)" if op == "max" else "2147483647",
+            }.get(t, "0")
+        update = {
+            "sum": "{acc} += ({t}){v};",
+            "mean": "{acc} += ({t}){v};",
+            "prod": "{acc} *= ({t}){v};",
+            "any": "{acc} = {acc} || (bool){v};",
+            "all": "{acc} = {acc} && (bool){v};",
+            "max": "{acc} = {v} > {acc} ? {v} : {acc};",
+            "min": "{acc} = {v} < {acc} ? {v} : {acc};",
+        }[op].replace("{t}", t)
         count = math.prod(src.shape[d] for d in node.attrs["dims"])
         final = f"({node.ctype})({{acc}} / {count}.0)" if op == "mean" else f"({node.ctype}){{acc}}"
         return t, init, update, final
@@ -316,7 +361,9 @@ class Emitter:
         if arg:
             best = self.fresh("best")
             cmp = ">" if node.attrs["op"] == "argmax" else "<"
-            scope.lines.append(f"{src.ctype} {best} = {literal(-math.inf if cmp == '>' else math.inf, src.dtype) if src.dtype in FLOATS else '0'}; int64_t {acc} = -1;")
+            scope.lines.append(
+                f"{src.ctype} {best} = {literal(-math.inf if cmp == '>' else math.inf, src.dtype) if src.dtype in FLOATS else '0'}; int64_t {acc} = -1;"
+            )
         else:
             scope.lines.append(f"{t} {acc} = {init};")
         inner = Scope(scope)
@@ -349,8 +396,10 @@ class Emitter:
         in_strides = contiguous_strides(ins)
         acc, count = self.fresh("acc"), self.fresh("count")
         is_max = mode in ("max", "adaptive_max")
-        scope.lines.append(f"{'float' if x.dtype == 'float32' else x.ctype} {acc} = "
-                           f"{'(-INFINITY)' if is_max else '0'}; int64_t {count} = 0; (void){count};")
+        scope.lines.append(
+            f"{'float' if x.dtype == 'float32' else x.ctype} {acc} = "
+            f"{'(-INFINITY)' if is_max else '0'}; int64_t {count} = 0; (void){count};"
+        )
         divisor_terms = []
         loops, closers, positions = [], [], []
         for d in range(dims):
@@ -366,11 +415,17 @@ class Emitter:
                 k, s, pad, dil = (node.attrs[a][d] for a in ("kernel", "stride", "padding", "dilation"))
                 start = self.define(scope, "int64_t", f"{o} * {s}LL - {pad}LL", "s")
                 if mode == "avg":
-                    end = self.define(scope, "int64_t", f"({start} + {k}LL < {ins[d] + pad}LL ? {start} + {k}LL : "
-                                                        f"{ins[d] + pad}LL)", "e")
+                    end = self.define(
+                        scope,
+                        "int64_t",
+                        f"({start} + {k}LL < {ins[d] + pad}LL ? {start} + {k}LL : {ins[d] + pad}LL)",
+                        "e",
+                    )
                     divisor_terms.append(f"({end} - {start})")
-                loops.append(f"for (int64_t {w} = 0; {w} < {k}; ++{w}) {{ const int64_t {p} = {start} + {w} * "
-                             f"{dil}LL; if ({p} < 0 || {p} >= {ins[d]}LL) continue;")
+                loops.append(
+                    f"for (int64_t {w} = 0; {w} < {k}; ++{w}) {{ const int64_t {p} = {start} + {w} * "
+                    f"{dil}LL; if ({p} < 0 || {p} >= {ins[d]}LL) continue;"
+                )
             closers.append("}")
             positions.append(p)
         inner = Scope(scope)

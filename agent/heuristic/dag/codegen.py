@@ -1,5 +1,6 @@
 """DagPlan -> native workspace files: every kernel in kernels/fused.cpp (C++) or kernels/fused.cu (CUDA), the binding
 that allocates the intermediates and calls them in order, and model_new.py."""
+
 import math
 import re
 
@@ -12,8 +13,16 @@ from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, model_new_sourc
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS
 from agent.heuristic.plan import Operand, Plan
 
-SCALAR_TYPES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
-                "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+SCALAR_TYPES = {
+    "float32": "Float",
+    "float64": "Double",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
 POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
 # On CUDA a reduction over this many elements or more gets a block of threads per output element.
 BLOCK_REDUCE = 256
@@ -34,7 +43,9 @@ class Writer:
         self.headers = set()
 
     def pointers(self, text, written):
-        names = sorted(set(POINTER.findall(text)) - {written}, key=lambda n: (n[0], int(re.sub(r"\D", "", n[2:]) or 0), n))
+        names = sorted(
+            set(POINTER.findall(text)) - {written}, key=lambda n: (n[0], int(re.sub(r"\D", "", n[2:]) or 0), n)
+        )
         return [n for n in names if n in self.plan.buffers.values() and not n.startswith("c_")]
 
     def ctype_of(self, pointer):
@@ -51,13 +62,25 @@ class Writer:
         node = kernel.node
         scope = Scope()
         self.emitter.computing = node.name
-        cuda_block = self.device == "cuda" and node.kind == "reduce" and node.attrs["op"] not in ("argmax", "argmin") \
-            and node.args[0].dtype == "float32" and node.dtype == "float32" \
+        cuda_block = (
+            self.device == "cuda"
+            and node.kind == "reduce"
+            and node.attrs["op"] not in ("argmax", "argmin")
+            and node.args[0].dtype == "float32"
+            and node.dtype == "float32"
             and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
+        )
         if cuda_block:
             acc, _, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
-            op = {"sum": "a + b", "mean": "a + b", "max": "fmaxf(a, b)", "min": "fminf(a, b)", "prod": "a * b",
-                  "any": "(float)(a || b)", "all": "(float)(a && b)"}[node.attrs["op"]]
+            op = {
+                "sum": "a + b",
+                "mean": "a + b",
+                "max": "fmaxf(a, b)",
+                "min": "fminf(a, b)",
+                "prod": "a * b",
+                "any": "(float)(a || b)",
+                "all": "(float)(a && b)",
+            }[node.attrs["op"]]
             scope.lines.append(f"{acc} = block_reduce({acc}, [](float a, float b) {{ return {op}; }});")
             scope.lines.append(f"if (threadIdx.x == 0) out[i] = {final};")
         else:
@@ -69,24 +92,30 @@ class Writer:
         n = node.numel
         if self.device == "cpu":
             work = max(1, sum(line.count("for (") for line in scope.lines) * 64)
-            source = (f"void {name}({self.params(reads, node.ctype)}) {{\n"
-                      f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
-                      f"    for (int64_t i = 0; i < {n}LL; ++i) {{\n{_indent(scope.lines, 8)}    }}\n}}\n")
+            source = (
+                f"void {name}({self.params(reads, node.ctype)}) {{\n"
+                f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
+                f"    for (int64_t i = 0; i < {n}LL; ++i) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
+            )
         elif cuda_block:
-            source = (f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
-                      f"    for (int64_t i = blockIdx.x; i < {n}LL; i += gridDim.x) {{\n{_indent(scope.lines, 8)}"
-                      f"    }}\n}}\n"
-                      f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
-                      f"    const int blocks = (int)({n}LL < ks_grid_limit() ? {n}LL : ks_grid_limit());\n"
-                      f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n")
+            source = (
+                f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
+                f"    for (int64_t i = blockIdx.x; i < {n}LL; i += gridDim.x) {{\n{_indent(scope.lines, 8)}"
+                f"    }}\n}}\n"
+                f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
+                f"    const int blocks = (int)({n}LL < ks_grid_limit() ? {n}LL : ks_grid_limit());\n"
+                f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n"
+            )
         else:
-            source = (f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
-                      f"    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {n}LL; "
-                      f"i += (int64_t)gridDim.x * BLOCK) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
-                      f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
-                      f"    const int64_t wanted = ({n}LL + BLOCK - 1) / BLOCK;\n"
-                      f"    const int blocks = (int)(wanted < ks_grid_limit() ? wanted : ks_grid_limit());\n"
-                      f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n")
+            source = (
+                f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
+                f"    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {n}LL; "
+                f"i += (int64_t)gridDim.x * BLOCK) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
+                f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
+                f"    const int64_t wanted = ({n}LL + BLOCK - 1) / BLOCK;\n"
+                f"    const int blocks = (int)(wanted < ks_grid_limit() ? wanted : ks_grid_limit());\n"
+                f"    g_{node.name}<<<blocks, BLOCK, 0, stream>>>({''.join(r + ', ' for r in reads)}out);\n}}\n"
+            )
         self.functions.append((name, reads, node.ctype, source, self.current))
 
     def scan(self, kernel):
@@ -106,14 +135,15 @@ class Writer:
             return None
         node = kernel.node
         at = self.plan.kernels.index(kernel)
-        later = self.plan.kernels[at + 1:]
+        later = self.plan.kernels[at + 1 :]
         if self.plan.graph.users().get(node.name, 0) != 1 or not later:
             return None
-        candidate = next((k for k in later if k.kind == "loop" and not k.target.startswith("buffer:")
-                          and _reads(k.node, node)), None)
+        candidate = next(
+            (k for k in later if k.kind == "loop" and not k.target.startswith("buffer:") and _reads(k.node, node)), None
+        )
         if candidate is None or candidate.node.kind != "pointwise" or candidate.node.shape != node.shape:
             return None
-        between = {self.plan.buffers[k.node.name] for k in later[:later.index(candidate)]}
+        between = {self.plan.buffers[k.node.name] for k in later[: later.index(candidate)]}
         emitter = Emitter(self.plan.buffers, self.device, accumulate_double=True)
         emitter.computing = candidate.node.name
         scope = Scope()
@@ -144,55 +174,82 @@ class Writer:
                 lines.append(f"out[i] = ({fused.node.ctype})({value});")
                 extra = [p for p in self.pointers("\n".join(lines), "") if p not in (a, b)]
                 reads = [a, b] + extra
-                finish = ("[&](int64_t row, int64_t j0, int64_t j1) {\n"
-                          f"        for (int64_t j = j0; j < j1; ++j) {{\n            const int64_t i = row * {n}LL + j;\n"
-                          + _indent(lines, 12) + "        }\n    }")
+                finish = (
+                    "[&](int64_t row, int64_t j0, int64_t j1) {\n"
+                    f"        for (int64_t j = j0; j < j1; ++j) {{\n            const int64_t i = row * {n}LL + j;\n"
+                    + _indent(lines, 12)
+                    + "        }\n    }"
+                )
                 kernel = fused
             ins = "".join(f"const {self.ctype_of(p)}* __restrict__ {p}, " for p in reads)
-            source = ('#include "ks_gemm.h"\n'
-                      f"void {name}({ins}float* __restrict__ out) {{\n"
-                      f"    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
-                      f"{g['w_stride']}}};\n"
-                      f"    ks_gemm(g, {a}, {b}, out, {parallel}, {finish});\n}}\n")
+            source = (
+                '#include "ks_gemm.h"\n'
+                f"void {name}({ins}float* __restrict__ out) {{\n"
+                f"    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
+                f"{g['w_stride']}}};\n"
+                f"    ks_gemm(g, {a}, {b}, out, {parallel}, {finish});\n}}\n"
+            )
             self.functions.append((name, reads, "float", source, kernel))
             return
         op = "CUBLAS_OP_T" if g["transposed_b"] else "CUBLAS_OP_N"
         ldb = k if g["transposed_b"] else n
-        source = (f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
-                  f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
-                  f"    const float alpha = 1.0f, beta = 0.0f;\n"
-                  f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
-                  f"    cublasStatus_t status = cublasGemmStridedBatchedEx(h, {op}, CUBLAS_OP_N, {n}, {m}, {k}, "
-                  f"&alpha, {b}, CUDA_R_32F, {ldb}, {g['w_stride']}LL, {a}, CUDA_R_32F, {k}, {m * k}LL, &beta, out, "
-                  f"CUDA_R_32F, {n}, {m * n}LL, {batch}, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);\n"
-                  f"    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(\"cuBLAS GEMM failed: \" + "
-                  f"std::to_string((int)status));\n}}\n")
+        source = (
+            f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
+            f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
+            f"    const float alpha = 1.0f, beta = 0.0f;\n"
+            f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
+            f"    cublasStatus_t status = cublasGemmStridedBatchedEx(h, {op}, CUBLAS_OP_N, {n}, {m}, {k}, "
+            f"&alpha, {b}, CUDA_R_32F, {ldb}, {g['w_stride']}LL, {a}, CUDA_R_32F, {k}, {m * k}LL, &beta, out, "
+            f"CUDA_R_32F, {n}, {m * n}LL, {batch}, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);\n"
+            f'    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS GEMM failed: " + '
+            f"std::to_string((int)status));\n}}\n"
+        )
         self.functions.append((name, [a, b], "float", source, kernel))
 
     def conv(self, kernel):
         node, layout = kernel.node, kernel.layout
         x, w = layout["x"], layout["w"]
         dims = len(x.shape) - 2
-        conv = {"transposed": node.attrs["transposed"], "dims": dims, "in_shape": list(x.shape),
-                "w_shape": list(w.shape), "conv_shape": list(node.shape), "stride": node.attrs["stride"],
-                "padding": node.attrs["padding"], "dilation": node.attrs["dilation"],
-                "output_padding": node.attrs["output_padding"], "groups": node.attrs["groups"]}
-        plan = Plan("conv", list(node.shape), main=Operand("x", "input", 0, x.shape),
-                    weight=Operand("w", "param", "w", w.shape), conv=conv, body=["const float result = acc;"],
-                    describe="convolution")
+        conv = {
+            "transposed": node.attrs["transposed"],
+            "dims": dims,
+            "in_shape": list(x.shape),
+            "w_shape": list(w.shape),
+            "conv_shape": list(node.shape),
+            "stride": node.attrs["stride"],
+            "padding": node.attrs["padding"],
+            "dilation": node.attrs["dilation"],
+            "output_padding": node.attrs["output_padding"],
+            "groups": node.attrs["groups"],
+        }
+        plan = Plan(
+            "conv",
+            list(node.shape),
+            main=Operand("x", "input", 0, x.shape),
+            weight=Operand("w", "param", "w", w.shape),
+            conv=conv,
+            body=["const float result = acc;"],
+            describe="convolution",
+        )
         if self.device == "cpu":
             self.headers |= set(CONV_HEADERS)
             text, prelude, call = cpp_conv(plan), CPP_PRELUDE, "run_fused(x, w, out);"
             signature = "const float* x, const float* w, float* out"
         else:
-            text, prelude, call = cuda_conv(plan, 256), CUDA_PRELUDE.format(block=256), "launch_fused(x, w, out, stream);"
+            text, prelude, call = (
+                cuda_conv(plan, 256),
+                CUDA_PRELUDE.format(block=256),
+                "launch_fused(x, w, out, stream);",
+            )
             signature = "const float* x, const float* w, float* out, cudaStream_t stream"
-        body = text[len(prelude):]
+        body = text[len(prelude) :]
         includes = [line for line in body.splitlines() if line.startswith("#include")]
         body = "\n".join(line for line in body.splitlines() if not line.startswith("#include"))
         name = f"k_{node.name}"
-        source = "\n".join(includes) + f"\nnamespace ns_{node.name} {{\n{body}\n}}\n" \
+        source = (
+            "\n".join(includes) + f"\nnamespace ns_{node.name} {{\n{body}\n}}\n"
             f"void {name}({signature}) {{ ns_{node.name}::{call} }}\n"
+        )
         self.functions.append((name, [self.plan.buffers[x.name], self.plan.buffers[w.name]], "float", source, kernel))
 
     def write(self):
@@ -204,19 +261,28 @@ class Writer:
             getattr(self, kernel.kind)(kernel)
         constants = "".join(
             f"static const {n.ctype} c_{n.name}[] = {{{', '.join(_c_number(v, n.dtype) for v in n.attrs['values'])}}};\n"
-            for n in self.plan.graph.nodes if n.kind == "constant")
+            for n in self.plan.graph.nodes
+            if n.kind == "constant"
+        )
         sources = [f[3] for f in self.functions]
         includes = sorted({line for s in sources for line in s.splitlines() if line.startswith("#include")})
-        sources = ["\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n"
-                   for s in sources]
+        sources = [
+            "\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n" for s in sources
+        ]
         if self.device == "cpu":
             prelude = CPP_PRELUDE + "#include <limits>\n"
         else:
             gemm = any(k.kind == "gemm" for k in self.plan.kernels)
-            prelude = (CUDA_PRELUDE.format(block=256) + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
-                       + ("#include <cublas_v2.h>\n" if gemm else "") + WARP_REDUCE + (CUBLAS_HANDLE if gemm else ""))
-        return prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + \
-            "\n".join(sources)
+            prelude = (
+                CUDA_PRELUDE.format(block=256)
+                + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
+                + ("#include <cublas_v2.h>\n" if gemm else "")
+                + WARP_REDUCE
+                + (CUBLAS_HANDLE if gemm else "")
+            )
+        return (
+            prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + "\n".join(sources)
+        )
 
 
 def _reads(node, target):
@@ -255,8 +321,12 @@ def _c_number(value, dtype):
 def _arguments(plan):
     """The leaves the binding takes, in order: model inputs by position, then parameters, then buffers."""
     live = {p for f in plan.writer.functions for p in f[1]}
-    leaves = [n for n in plan.graph.nodes if n.kind in ("input", "param", "buffer")
-              and (plan.buffers[n.name] in live or any(k.target == f"buffer:{n.attrs['ref']}" for k in plan.kernels))]
+    leaves = [
+        n
+        for n in plan.graph.nodes
+        if n.kind in ("input", "param", "buffer")
+        and (plan.buffers[n.name] in live or any(k.target == f"buffer:{n.attrs['ref']}" for k in plan.kernels))
+    ]
     order = {"input": 0, "param": 1, "buffer": 2}
     return sorted(leaves, key=lambda n: (order[n.kind], n.attrs["ref"] if n.kind == "input" else 0))
 
@@ -279,8 +349,10 @@ def binding(plan, device, leaves):
             out_name = plan.buffers[kernel.node.name]
             shape = plan.output_shape if kernel.node is plan.output else kernel.node.shape
             dims = ", ".join(str(d) for d in shape)
-            allocs.append(f"    Tensor {out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
-                          f"torch::headeronly::ScalarType::{SCALAR_TYPES[kernel.node.dtype]});")
+            allocs.append(
+                f"    Tensor {out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
+                f"torch::headeronly::ScalarType::{SCALAR_TYPES[kernel.node.dtype]});"
+            )
             out = f"({ctype}*){out_name}.data_ptr()"
         ptrs = "".join(f"(const {writer.ctype_of(p)}*){p}.data_ptr(), " for p in reads)
         calls.append(f"    {name}({ptrs}{out}{', (cudaStream_t)stream' if device == 'cuda' else ''});")
@@ -289,10 +361,14 @@ def binding(plan, device, leaves):
     checks = "".join(f'    check({plan.buffers[n.name]}, {n.numel}LL, "{plan.buffers[n.name]}");\n' for n in leaves)
     if device == "cuda":
         includes, key = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n", "CUDA"
-        get_stream = f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+        get_stream = (
+            f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+        )
     else:
         includes, key, get_stream = "", "CPU", ""
-    return HEADER.format(describe=plan.describe) + f"""#include <torch/csrc/stable/library.h>
+    return (
+        HEADER.format(describe=plan.describe)
+        + f"""#include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
@@ -316,13 +392,15 @@ Tensor fused({params}) {{
     return {plan.buffers[plan.output.name]};
 }}
 
-STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({', '.join(f'Tensor {plan.buffers[n.name]}' for n in leaves)}) -> Tensor"); }}
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({", ".join(f"Tensor {plan.buffers[n.name]}" for n in leaves)}) -> Tensor"); }}
 STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
 """
+    )
 
 
 def model_new(plan, leaves, problem_source, device):
     from agent.heuristic.codegen import CUDNN_PRELOAD
+
     params = [n.attrs["ref"] for n in leaves if n.kind == "param"]
     args = []
     for n in leaves:
@@ -345,10 +423,13 @@ def workspace_files(plan, device, problem_source, block=256):
         source = source.replace("#define BLOCK 256\n", f"#define BLOCK {block}\n", 1)
     leaves = _arguments(plan)
     name = "kernels/fused.cu" if device == "cuda" else "kernels/fused.cpp"
-    files = {name: HEADER.format(describe=plan.describe) + source, "binding.cpp": binding(plan, device, leaves),
-             "model_new.py": model_new(plan, leaves, problem_source, device)}
+    files = {
+        name: HEADER.format(describe=plan.describe) + source,
+        "binding.cpp": binding(plan, device, leaves),
+        "model_new.py": model_new(plan, leaves, problem_source, device),
+    }
     for header in writer.headers:
-        files[f"kernels/{header}"] = template(header) if not header.startswith("ks_attention") \
-            else attention.template_text(header)
+        files[f"kernels/{header}"] = (
+            template(header) if not header.startswith("ks_attention") else attention.template_text(header)
+        )
     return files
-

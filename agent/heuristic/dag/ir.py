@@ -3,11 +3,20 @@
 Every node's value is defined element by element (its flat index in its own row-major shape), so a kernel can
 compute any node in place of reading it: views are index maps, elementwise ops read their operands broadcast.
 """
+
 import math
 from dataclasses import dataclass, field
 
-C_TYPES = {"float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "int16": "int16_t",
-           "int8": "int8_t", "uint8": "uint8_t", "bool": "bool"}
+C_TYPES = {
+    "float32": "float",
+    "float64": "double",
+    "int64": "int64_t",
+    "int32": "int32_t",
+    "int16": "int16_t",
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "bool": "bool",
+}
 FLOATS = ("float32", "float64")
 # Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times.
 MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool"}

@@ -4,6 +4,7 @@ Views become index maps computed on meta tensors (torch's own view rules, stride
 chain of views collapses into one map onto the tensor below it; an operator without a lowering is Unsupported by
 name.
 """
+
 import math
 
 import torch
@@ -11,24 +12,146 @@ import torch
 from agent.heuristic.dag.ir import FLOATS, Graph, T, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
 
-UNARY_FLOAT = {"relu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "sin", "cos", "reciprocal",
-               "acos", "asin", "atan", "asinh", "atanh", "sinh", "cosh", "tan", "ceil", "floor", "round", "trunc",
-               "erf", "erfc", "exp2", "expm1", "log2", "log10", "log1p", "lgamma", "sign", "sgn", "sinc", "square",
-               "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "frac", "acosh", "relu6",
-               "silu", "mish", "logsigmoid", "softsign"}
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "hypot", "copysign", "fmax", "fmin",
-          "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-          "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "rsub", "xlogy", "logaddexp", "logaddexp2",
-          "nextafter", "ldexp"}
-COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "isnan", "isinf",
-               "isfinite", "signbit", "logical_not"}
-VIEWS = {"view", "_unsafe_view", "reshape", "permute", "expand", "slice", "select", "unsqueeze", "squeeze", "t",
-         "transpose", "alias", "as_strided", "diagonal", "unfold", "expand_as", "view_as", "movedim", "swapaxes",
-         "flatten", "unflatten"}
-IDENTITIES = {"clone", "contiguous", "lift_fresh_copy", "detach", "_assert_tensor_metadata", "copy",
-              "dropout_identity"}
-REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "prod": "prod", "any": "any",
-              "all": "all", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin", "nansum": "sum"}
+UNARY_FLOAT = {
+    "relu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "abs",
+    "neg",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "reciprocal",
+    "acos",
+    "asin",
+    "atan",
+    "asinh",
+    "atanh",
+    "sinh",
+    "cosh",
+    "tan",
+    "ceil",
+    "floor",
+    "round",
+    "trunc",
+    "erf",
+    "erfc",
+    "exp2",
+    "expm1",
+    "log2",
+    "log10",
+    "log1p",
+    "lgamma",
+    "sign",
+    "sgn",
+    "sinc",
+    "square",
+    "logical_not",
+    "bitwise_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "frac",
+    "acosh",
+    "relu6",
+    "silu",
+    "mish",
+    "logsigmoid",
+    "softsign",
+}
+BINARY = {
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "maximum",
+    "minimum",
+    "pow",
+    "atan2",
+    "hypot",
+    "copysign",
+    "fmax",
+    "fmin",
+    "fmod",
+    "remainder",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "floor_divide",
+    "rsub",
+    "xlogy",
+    "logaddexp",
+    "logaddexp2",
+    "nextafter",
+    "ldexp",
+}
+COMPARISONS = {
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "logical_not",
+}
+VIEWS = {
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "permute",
+    "expand",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "t",
+    "transpose",
+    "alias",
+    "as_strided",
+    "diagonal",
+    "unfold",
+    "expand_as",
+    "view_as",
+    "movedim",
+    "swapaxes",
+    "flatten",
+    "unflatten",
+}
+IDENTITIES = {"clone", "contiguous", "lift_fresh_copy", "detach", "_assert_tensor_metadata", "copy", "dropout_identity"}
+REDUCTIONS = {
+    "sum": "sum",
+    "mean": "mean",
+    "amax": "max",
+    "amin": "min",
+    "prod": "prod",
+    "any": "any",
+    "all": "all",
+    "max": "max",
+    "min": "min",
+    "argmax": "argmax",
+    "argmin": "argmin",
+    "nansum": "sum",
+}
 # The attention kernel keeps a query row and its accumulator in one thread's registers: wider heads go to GEMMs.
 WIDEST_HEAD = 128
 SCANS = {"cumsum": "sum", "cumprod": "prod", "logcumsumexp": "logsumexp", "cummax": "max", "cummin": "min"}
@@ -94,8 +217,11 @@ class Lowering:
 
     def view(self, x, op, *args):
         """A view op of x (torch's semantics on a meta tensor), composed with x's own map when x is a view."""
-        base, strides, offset = (x.attrs["base"], x.attrs["strides"], x.attrs["offset"]) if x.kind == "view" \
+        base, strides, offset = (
+            (x.attrs["base"], x.attrs["strides"], x.attrs["offset"])
+            if x.kind == "view"
             else (x, contiguous_strides(x.shape), 0)
+        )
         fn = getattr(torch.ops.aten, op[0]).default if op[1] == "" else getattr(getattr(torch.ops.aten, op[0]), op[1])
         source = torch.empty(base.numel, device="meta").as_strided(x.shape, strides, offset)
         try:
@@ -106,11 +232,16 @@ class Lowering:
             if op[0] in ("view", "_unsafe_view", "reshape"):
                 out = torch.empty(out.shape, device="meta")  # a reshape keeps the row-major order
         shape = list(out.shape)
-        if math.prod(shape) == base.numel and list(out.stride()) == contiguous_strides(shape) \
-                and out.storage_offset() == 0 and shape == base.shape:
+        if (
+            math.prod(shape) == base.numel
+            and list(out.stride()) == contiguous_strides(shape)
+            and out.storage_offset() == 0
+            and shape == base.shape
+        ):
             return base
-        return self.add("view", shape, x.dtype, [base], base=base, strides=list(out.stride()),
-                        offset=int(out.storage_offset()))
+        return self.add(
+            "view", shape, x.dtype, [base], base=base, strides=list(out.stride()), offset=int(out.storage_offset())
+        )
 
     # -- the graph -------------------------------------------------------------------------------------------------
     def run(self):
@@ -123,8 +254,9 @@ class Lowering:
                 except Unsupported:
                     raise
                 except Exception as exc:  # noqa: BLE001 -- a malformed use of a known op, reported by name
-                    raise Unsupported(f"operator {node['target']} ({node['name']}): {type(exc).__name__}: "
-                                      f"{exc}") from None
+                    raise Unsupported(
+                        f"operator {node['target']} ({node['name']}): {type(exc).__name__}: {exc}"
+                    ) from None
             elif node["op"] == "get_attr":
                 raise Unsupported(f"a module attribute read in forward ({node.get('target')})")
         outputs = []
@@ -180,8 +312,11 @@ class Lowering:
             a, b = self.arg(args[0]), self.arg(args[1])
             extra = {}
             if "alpha" in kw and kw["alpha"] != 1:
-                b = self.pointwise("mul", [b, self.scalar(kw["alpha"])], promote(b.dtype, "float32")
-                                   if isinstance(kw["alpha"], float) else b.dtype)
+                b = self.pointwise(
+                    "mul",
+                    [b, self.scalar(kw["alpha"])],
+                    promote(b.dtype, "float32") if isinstance(kw["alpha"], float) else b.dtype,
+                )
             if name == "div" and kw.get("rounding_mode"):
                 extra["mode"] = kw["rounding_mode"]
             return self.pointwise(name, [a, b], dtype, **extra)
@@ -263,15 +398,22 @@ class Lowering:
         rank = len(node["shape"])
         parts = [self.cast(p, node["dtype"]) for p in parts if p.numel > 0 or len(p.shape) == rank]
         parts = [p for p in parts if p.numel > 0]
-        return self.add("cat", node["shape"], node["dtype"], parts, dim=dim % rank,
-                        sizes=[p.shape[dim % rank] for p in parts])
+        return self.add(
+            "cat", node["shape"], node["dtype"], parts, dim=dim % rank, sizes=[p.shape[dim % rank] for p in parts]
+        )
 
     def op_stack(self, node, args, kw, overload):
         dim = args[1] if len(args) > 1 else kw.get("dim", 0)
         dim %= len(node["shape"])
         parts = [self.view(self.arg(a), ("unsqueeze", "default"), dim) for a in args[0]]
-        return self.add("cat", node["shape"], node["dtype"], [self.cast(p, node["dtype"]) for p in parts], dim=dim,
-                        sizes=[1] * len(parts))
+        return self.add(
+            "cat",
+            node["shape"],
+            node["dtype"],
+            [self.cast(p, node["dtype"]) for p in parts],
+            dim=dim,
+            sizes=[1] * len(parts),
+        )
 
     def op_constant_pad_nd(self, node, args, kw, overload):
         x = self.arg(args[0])
@@ -328,22 +470,42 @@ class Lowering:
         dims = len(x.shape) - 2
         if dims not in (1, 2, 3):
             raise Unsupported(f"a convolution over {dims} spatial dims")
-        conv = self.add("conv", node["shape"], node["dtype"], [x, w], stride=list(stride), padding=list(padding),
-                        dilation=list(dilation), transposed=bool(transposed), output_padding=list(output_padding),
-                        groups=int(groups))
+        conv = self.add(
+            "conv",
+            node["shape"],
+            node["dtype"],
+            [x, w],
+            stride=list(stride),
+            padding=list(padding),
+            dilation=list(dilation),
+            transposed=bool(transposed),
+            output_padding=list(output_padding),
+            groups=int(groups),
+        )
         if bias is None:
             return conv
         per_channel = self.view(bias, ("view", "default"), [bias.numel] + [1] * dims)
         return self.pointwise("add", [conv, per_channel], node["dtype"])
 
-    def _pool(self, node, kind, x, kernel, stride, padding, dilation, ceil_mode=False, count_include_pad=True,
-              divisor=None):
+    def _pool(
+        self, node, kind, x, kernel, stride, padding, dilation, ceil_mode=False, count_include_pad=True, divisor=None
+    ):
         dims = len(kernel)
         if len(x.shape) < dims + 1:
             raise Unsupported(f"{node['target']} of a tensor of rank {len(x.shape)}")
-        return self.add("pool", node["shape"], node["dtype"], [x], mode=kind, kernel=list(kernel),
-                        stride=list(stride) or list(kernel), padding=list(padding), dilation=list(dilation),
-                        count_include_pad=count_include_pad, divisor=divisor)
+        return self.add(
+            "pool",
+            node["shape"],
+            node["dtype"],
+            [x],
+            mode=kind,
+            kernel=list(kernel),
+            stride=list(stride) or list(kernel),
+            padding=list(padding),
+            dilation=list(dilation),
+            count_include_pad=count_include_pad,
+            divisor=divisor,
+        )
 
     def _per_dim(self, value, dims, default):
         if value is None or value == []:
@@ -374,14 +536,15 @@ class Lowering:
         padding = self._per_dim(args[3] if len(args) > 3 else kw.get("padding", 0), dims, 0)
         count_include_pad = args[5] if len(args) > 5 else kw.get("count_include_pad", True)
         divisor = args[6] if len(args) > 6 else kw.get("divisor_override")
-        return self._pool(node, "avg", x, kernel, stride, padding, [1] * dims, count_include_pad=count_include_pad,
-                          divisor=divisor)
+        return self._pool(
+            node, "avg", x, kernel, stride, padding, [1] * dims, count_include_pad=count_include_pad, divisor=divisor
+        )
 
     op_avg_pool3d = op_avg_pool1d = op_avg_pool2d
 
     def op__adaptive_avg_pool2d(self, node, args, kw, overload):
         x = self.arg(args[0])
-        out = list(node["shape"][-len(args[1]):])
+        out = list(node["shape"][-len(args[1]) :])
         return self.add("pool", node["shape"], node["dtype"], [x], mode="adaptive_avg", out=out)
 
     op__adaptive_avg_pool3d = op_adaptive_avg_pool1d = op__adaptive_avg_pool2d
@@ -389,7 +552,7 @@ class Lowering:
     def op_adaptive_max_pool2d(self, node, args, kw, overload):
         x = self.arg(args[0])
         meta_shape, meta_dtype = node["outs"][0]
-        out = list(meta_shape[-len(args[1]):])
+        out = list(meta_shape[-len(args[1]) :])
         return (self.add("pool", meta_shape, meta_dtype, [x], mode="adaptive_max", out=out), None)
 
     op_adaptive_max_pool3d = op_adaptive_max_pool2d
@@ -408,16 +571,25 @@ class Lowering:
         mask = self.arg(mask) if mask is not None else None
         if max(q.shape[-1], v.shape[-1]) > WIDEST_HEAD:
             return self.attention_by_gemms(node, q, k, v, mask, bool(causal), scale)
-        return self.add("attention", node["shape"], node["dtype"], [q, k, v] + ([mask] if mask is not None else []),
-                        causal=bool(causal), scale=scale)
+        return self.add(
+            "attention",
+            node["shape"],
+            node["dtype"],
+            [q, k, v] + ([mask] if mask is not None else []),
+            causal=bool(causal),
+            scale=scale,
+        )
 
     def attention_by_gemms(self, node, q, k, v, mask, causal, scale):
         """softmax(q k^T * scale + mask) v as two batched GEMMs around a softmax: for heads too wide for one thread's
         registers in the attention kernel, the GEMMs go to the vendor library."""
         lq, lk = q.shape[-2], k.shape[-2]
         batch = math.prod(q.shape[:-2])
-        q3 = self.view(q, ("view", "default"), [batch, lq, q.shape[-1]]) if q.kind != "view" else \
-            self.view(q, ("reshape", "default"), [batch, lq, q.shape[-1]])
+        q3 = (
+            self.view(q, ("view", "default"), [batch, lq, q.shape[-1]])
+            if q.kind != "view"
+            else self.view(q, ("reshape", "default"), [batch, lq, q.shape[-1]])
+        )
         k3 = self.view(k, ("reshape", "default"), [batch, lk, k.shape[-1]])
         v3 = self.view(v, ("reshape", "default"), [batch, lk, v.shape[-1]])
         scores = self.add("gemm", [batch, lq, lk], "float32", [q3, self.view(k3, ("transpose", "int"), 1, 2)])
@@ -426,8 +598,11 @@ class Lowering:
             if mask.numel not in (lq * lk, batch * lq * lk):
                 raise Unsupported(f"attention with a mask of shape {mask.shape} broadcast over some batch dims")
             mask = self.view(mask, ("reshape", "default"), [batch if mask.numel > lq * lk else 1, lq, lk])
-            x = self.pointwise("where", [mask, x, self.scalar(-math.inf)], "float32") if mask.dtype == "bool" \
+            x = (
+                self.pointwise("where", [mask, x, self.scalar(-math.inf)], "float32")
+                if mask.dtype == "bool"
                 else self.pointwise("add", [x, mask], "float32")
+            )
         if causal:
             rows = self.add("iota", [lq, 1], "int64", start=0, step=1)
             cols = self.add("iota", [1, lk], "int64", start=0, step=1)
@@ -460,8 +635,11 @@ class Lowering:
         if order in (math.inf, float("inf")):
             total = self.add("reduce", keep, dtype, [magnitude], dims=dims, op="max")
         elif order == 2:
-            total = self.pointwise("sqrt", [self.add("reduce", keep, dtype, [self.pointwise("mul", [x, x], dtype)],
-                                                     dims=dims, op="sum")], dtype)
+            total = self.pointwise(
+                "sqrt",
+                [self.add("reduce", keep, dtype, [self.pointwise("mul", [x, x], dtype)], dims=dims, op="sum")],
+                dtype,
+            )
         elif order == 1:
             total = self.add("reduce", keep, dtype, [magnitude], dims=dims, op="sum")
         else:

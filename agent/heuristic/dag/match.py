@@ -5,6 +5,7 @@ softmax arrives decomposed (amax, sub, exp, sum, div); the scores are a GEMM of 
 masked by anything that does not depend on them (an added bias, a where(mask, -inf, ...) or masked_fill); both
 GEMMs are batched over the same leading dims. Anything else is left as it was (correct, only not fused).
 """
+
 import math
 
 from agent.heuristic.dag.ir import T, contiguous_strides
@@ -16,15 +17,22 @@ def _pure_reshape_of(node):
     if node.kind != "view":
         return node
     base = node.attrs["base"]
-    if node.attrs["offset"] == 0 and node.attrs["strides"] == contiguous_strides(node.shape) \
-            and base.numel == node.numel:
+    if (
+        node.attrs["offset"] == 0
+        and node.attrs["strides"] == contiguous_strides(node.shape)
+        and base.numel == node.numel
+    ):
         return base
     return None
 
 
 def _last_dim_reduction(node, op, source):
-    return node.kind == "reduce" and node.attrs["op"] == op and node.args[0] is source \
+    return (
+        node.kind == "reduce"
+        and node.attrs["op"] == op
+        and node.args[0] is source
         and node.attrs["dims"] == [len(source.shape) - 1]
+    )
 
 
 def _softmax_input(p):
@@ -118,16 +126,27 @@ class _Graph:
         mask = None
         for kind, value, factor in terms:
             if kind == "add":
-                term = value if factor == 1.0 else self.add(
-                    "pointwise", value.shape, "float32", [value, self.add("scalar", [], "float32", [], value=factor)],
-                    op="mul")
+                term = (
+                    value
+                    if factor == 1.0
+                    else self.add(
+                        "pointwise",
+                        value.shape,
+                        "float32",
+                        [value, self.add("scalar", [], "float32", [], value=factor)],
+                        op="mul",
+                    )
+                )
             else:
                 zero = self.add("scalar", [], "float32", [], value=0.0)
                 minus_inf = self.add("scalar", [], "float32", [], value=-math.inf)
                 pair = [zero, minus_inf] if kind == "keep" else [minus_inf, zero]
                 term = self.add("pointwise", value.shape, "float32", [value] + pair, op="where")
-            mask = term if mask is None else self.add(
-                "pointwise", _broadcast(mask.shape, term.shape), "float32", [mask, term], op="add")
+            mask = (
+                term
+                if mask is None
+                else self.add("pointwise", _broadcast(mask.shape, term.shape), "float32", [mask, term], op="add")
+            )
         return mask
 
 
@@ -180,12 +199,19 @@ def fuse_attention(graph):
         if mask is not None:
             lq, lk = scores.shape[-2:]
             if math.prod(mask.shape) not in (lq * lk, out.shape[0] * lq * lk):
-                mask = rewriter.add("view", list(x.shape), "float32", [mask], base=mask,
-                                    strides=_expand_strides(mask.shape, x.shape), offset=0)
+                mask = rewriter.add(
+                    "view",
+                    list(x.shape),
+                    "float32",
+                    [mask],
+                    base=mask,
+                    strides=_expand_strides(mask.shape, x.shape),
+                    offset=0,
+                )
             inputs.append(mask)
         index = graph.nodes.index(out)
         attention = T(out.name, "attention", out.shape, out.dtype, inputs, {"causal": False, "scale": scale})
-        graph.nodes[index:index + 1] = rewriter.created + [attention]
+        graph.nodes[index : index + 1] = rewriter.created + [attention]
         _replace(graph, out, attention)
         fused += 1
     return fused

@@ -5,6 +5,7 @@ library call (GEMM, convolution, attention), a reduction, scan or pool (read man
 call reads from memory in a layout it cannot take as strides, or a value read by several kernels that would cost
 more to recompute than to store. Dead and identity nodes never appear (only what the outputs reach is scheduled).
 """
+
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -35,11 +36,25 @@ class DagPlan:
     scalars: dict = field(default_factory=dict)
 
     def to_json(self):
-        return {"kind": self.kind, "describe": self.describe, "scalars": self.scalars,
-                "kernels": [{"kind": k.kind, "node": k.node.name, "shape": k.node.shape, "dtype": k.node.dtype,
-                             "target": k.target, "layout": k.layout} for k in self.kernels],
-                "nodes": [asdict(n) | {"args": [a.name for a in n.args], "attrs": _plain(n.attrs)}
-                          for n in self.graph.nodes]}
+        return {
+            "kind": self.kind,
+            "describe": self.describe,
+            "scalars": self.scalars,
+            "kernels": [
+                {
+                    "kind": k.kind,
+                    "node": k.node.name,
+                    "shape": k.node.shape,
+                    "dtype": k.node.dtype,
+                    "target": k.target,
+                    "layout": k.layout,
+                }
+                for k in self.kernels
+            ],
+            "nodes": [
+                asdict(n) | {"args": [a.name for a in n.args], "attrs": _plain(n.attrs)} for n in self.graph.nodes
+            ],
+        }
 
 
 def _plain(attrs):
@@ -85,8 +100,13 @@ class Scheduler:
     def contiguous_operand(self, node):
         """NODE as a contiguous buffer: itself, the base of a reshape of a stored node, or stored now."""
         base, strides, offset = _strided(node)
-        if self.in_memory(base) and base.kind != "constant" and offset == 0 \
-                and strides == contiguous_strides(node.shape) and base.numel == node.numel:
+        if (
+            self.in_memory(base)
+            and base.kind != "constant"
+            and offset == 0
+            and strides == contiguous_strides(node.shape)
+            and base.numel == node.numel
+        ):
             return base
         self.store(node)
         return node
@@ -110,8 +130,16 @@ class Scheduler:
                 w_stride = batch_stride if batch > 1 else 0
         if transposed is None or w_stride is None:
             base, transposed, w_stride = self.contiguous_operand(b), False, k * n if batch > 1 else 0
-        return {"a": a_buf, "b": base, "batch": batch, "m": m, "n": n, "k": k, "transposed_b": transposed,
-                "w_stride": w_stride}
+        return {
+            "a": a_buf,
+            "b": base,
+            "batch": batch,
+            "m": m,
+            "n": n,
+            "k": k,
+            "transposed_b": transposed,
+            "w_stride": w_stride,
+        }
 
     def run(self):
         for node in self.graph.nodes:
@@ -139,12 +167,24 @@ class Scheduler:
         user_output = next(node for node, kind, _ in self.graph.outputs if kind == "user_output")
         self.output_shape = list(user_output.shape)
         base, strides, offset = _strided(user_output)
-        if user_output.kind == "view" and base.kind not in LEAVES and offset == 0 and base.numel == user_output.numel \
-                and strides == contiguous_strides(user_output.shape) and self.users.get(base.name, 0) == 1:
+        if (
+            user_output.kind == "view"
+            and base.kind not in LEAVES
+            and offset == 0
+            and base.numel == user_output.numel
+            and strides == contiguous_strides(user_output.shape)
+            and self.users.get(base.name, 0) == 1
+        ):
             user_output = base  # a reshape of the result: written in the output's shape, read by nothing else
         if user_output.kind in LEAVES or user_output.kind == "view":
-            copy = T(f"{user_output.name}_out", "pointwise", user_output.shape, user_output.dtype, [user_output],
-                     {"op": "cast"})
+            copy = T(
+                f"{user_output.name}_out",
+                "pointwise",
+                user_output.shape,
+                user_output.dtype,
+                [user_output],
+                {"op": "cast"},
+            )
             user_output = copy
         self.store(user_output)
         for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
@@ -153,8 +193,14 @@ class Scheduler:
                 self.kernels.append(Kernel(kind, node, node.name, self.layouts.get(node.name, {})))
         for node, kind, target in self.graph.outputs:
             if kind == "buffer_mutation":
-                copy = T(f"{node.name}_to_{target.replace('.', '_')}", "pointwise", node.shape, node.dtype, [node],
-                         {"op": "cast"})
+                copy = T(
+                    f"{node.name}_to_{target.replace('.', '_')}",
+                    "pointwise",
+                    node.shape,
+                    node.dtype,
+                    [node],
+                    {"op": "cast"},
+                )
                 self.kernels.append(Kernel("loop", copy, f"buffer:{target}"))
         return user_output
 
@@ -176,5 +222,12 @@ def schedule(graph):
         families[kernel.kind] = families.get(kernel.kind, 0) + 1
     parts = ", ".join(f"{n} {kind}" for kind, n in families.items())
     describe = f"a DAG of {len(scheduler.kernels)} kernel(s): {parts}"
-    return DagPlan(graph, scheduler.kernels, buffers, output, scheduler.output_shape, describe=describe,
-                   scalars=dict(graph.scalars))
+    return DagPlan(
+        graph,
+        scheduler.kernels,
+        buffers,
+        output,
+        scheduler.output_shape,
+        describe=describe,
+        scalars=dict(graph.scalars),
+    )

@@ -20,11 +20,17 @@ from studio.supervisor import Supervisor
 def visible_gpus() -> list[tuple[str, str]]:
     """(index, UUID) of every GPU this host or container sees, from nvidia-smi: the parent never touches CUDA."""
     try:
-        proc = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise CommandError(f"nvidia-smi failed ({e}): give this container GPUs (compose: "
-                           f"deploy.resources.reservations.devices) or name them with --gpus") from None
+        raise CommandError(
+            f"nvidia-smi failed ({e}): give this container GPUs (compose: "
+            f"deploy.resources.reservations.devices) or name them with --gpus"
+        ) from None
     if proc.returncode:
         raise CommandError(f"nvidia-smi failed: {proc.stderr.strip() or proc.stdout.strip()}")
     return [tuple(field.strip() for field in line.split(",", 1)) for line in proc.stdout.splitlines() if "," in line]
@@ -39,12 +45,17 @@ def parse_gpus(text: str) -> list[tuple[str, str]]:
 
 
 class Command(BaseCommand):
-    help = ("Run one RQ worker per GPU, CUDA_VISIBLE_DEVICES set to that GPU alone; a worker that dies is started "
-            "again while the others keep running, until SIGTERM or Ctrl-C.")
+    help = (
+        "Run one RQ worker per GPU, CUDA_VISIBLE_DEVICES set to that GPU alone; a worker that dies is started "
+        "again while the others keep running, until SIGTERM or Ctrl-C."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("queues", nargs="*", help="queues every worker serves, first first (default: gpu; staff "
-                                                      "GPU workers: staff-gpu gpu)")
+        parser.add_argument(
+            "queues",
+            nargs="*",
+            help="queues every worker serves, first first (default: gpu; staff GPU workers: staff-gpu gpu)",
+        )
         parser.add_argument("--gpus", help="comma-separated GPU indices or UUIDs (default: every GPU nvidia-smi lists)")
 
     def handle(self, *args, queues=(), gpus=None, **options):
@@ -69,8 +80,16 @@ class Command(BaseCommand):
             # takes over its own dead registration: studio.workers).
             name = f"{host}-gpu{label}-{secrets.token_hex(3)}"
             # `env` gives the worker its GPU and becomes it: the supervisor starts every child in one environment.
-            commands[name] = ["env", f"CUDA_VISIBLE_DEVICES={device}", sys.executable, "manage.py", "rqworker",
-                              *queues, "--name", name]
+            commands[name] = [
+                "env",
+                f"CUDA_VISIBLE_DEVICES={device}",
+                sys.executable,
+                "manage.py",
+                "rqworker",
+                *queues,
+                "--name",
+                name,
+            ]
             self.stdout.write(f"{name}: rqworker {' '.join(queues)} on GPU {device}")
         self.stdout.flush()
         return commands

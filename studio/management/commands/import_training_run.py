@@ -1,4 +1,5 @@
 """`manage.py import_training_run FOLDER --user NAME [--name N]`: list a run trained outside the studio."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -6,8 +7,10 @@ from studio.run_imports import RunImportError, import_run
 
 
 class Command(BaseCommand):
-    help = ("Copy a training run folder (python -m training train, bench.rl_pipeline) into the studio and list it "
-            "on the staff training pages.")
+    help = (
+        "Copy a training run folder (python -m training train, bench.rl_pipeline) into the studio and list it "
+        "on the staff training pages."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("folder", help="the run folder: config.yaml, metrics.jsonl, train.log, plots/ ...")

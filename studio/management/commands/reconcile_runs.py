@@ -1,4 +1,5 @@
 """`manage.py reconcile_runs [--every S]`: close runs whose worker died (once, or every S seconds)."""
+
 import time
 
 from django.core.management.base import BaseCommand

@@ -19,22 +19,28 @@ QUEUES = ("gpu", "cpu", "staff-gpu", "staff-cpu", "train")  # users, staff, lear
 
 
 class Command(BaseCommand):
-    help = ("Start embedded PostgreSQL and Redis where the configured ones do not answer, create and migrate the "
-            "database, then run the web server, one RQ worker per queue and the reconciler, restarting any that "
-            "dies.")
+    help = (
+        "Start embedded PostgreSQL and Redis where the configured ones do not answer, create and migrate the "
+        "database, then run the web server, one RQ worker per queue and the reconciler, restarting any that "
+        "dies."
+    )
     # The database may not be up before handle() has started it.
     requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--debug", action="store_true",
-                            help="serve with DEBUG on (error pages with tracebacks and the list of routes)")
+        parser.add_argument(
+            "--debug",
+            action="store_true",
+            help="serve with DEBUG on (error pages with tracebacks and the list of routes)",
+        )
 
     def handle(self, *args, **options):
         # Until supervise() takes over, a SIGTERM unwinds through the finally below (embedded servers stop too).
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         try:
-            embedded = services.ensure(settings.DATABASES["default"], settings.REDIS_URL,
-                                       settings.KS_CACHE_DIR / "services")
+            embedded = services.ensure(
+                settings.DATABASES["default"], settings.REDIS_URL, settings.KS_CACHE_DIR / "services"
+            )
         except services.ServiceError as exc:
             raise CommandError(str(exc)) from None
         for server in embedded:
@@ -81,15 +87,27 @@ class Command(BaseCommand):
 
     def supervise(self, embedded, debug=False) -> None:
         commands = {
-            "daphne": [sys.executable, "-m", "daphne", "-b", settings.KS_HOST, "-p", str(settings.KS_PORT),
-                       "studio.asgi:application"],
+            "daphne": [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                settings.KS_HOST,
+                "-p",
+                str(settings.KS_PORT),
+                "studio.asgi:application",
+            ],
             **{f"rqworker {queue}": [sys.executable, "manage.py", "rqworker", queue] for queue in QUEUES},
             # Runs whose worker died are closed within half a minute (RQ alone would show them started).
             "reconcile_runs": [sys.executable, "manage.py", "reconcile_runs", "--every", "20"],
         }
         # An embedded server that dies is not started again: every child needs it, so all stop, saying why.
-        supervisor = Supervisor(commands, cwd=settings.BASE_DIR, env={**os.environ, "DEBUG": "True"} if debug else None,
-                                essential={f"embedded {server.name}": server.process for server in embedded})
+        supervisor = Supervisor(
+            commands,
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "DEBUG": "True"} if debug else None,
+            essential={f"embedded {server.name}": server.process for server in embedded},
+        )
         signal.signal(signal.SIGINT, lambda signum, frame: supervisor.stop(signum))
         signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.stop(signum))
         try:

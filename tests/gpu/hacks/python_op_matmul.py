@@ -1,4 +1,5 @@
 """A solution whose custom operator, written in Python, calls torch.matmul: must be a violation."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """y = 2x + 1 on 16 MB: the problem of the anti-hacking tests (small, so each evaluation takes seconds)."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """A small matrix product: the problem of the tests that hide torch.matmul behind a custom operator."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """y = 2x + 1 on 4096 floats: launch-bound, where CUDA-graph timing should beat per-call events."""
+
 import torch
 from torch import nn
 

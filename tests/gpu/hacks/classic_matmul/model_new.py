@@ -1,4 +1,5 @@
 """A native workspace whose classic pybind binding hides at::matmul in C++: must be a violation."""
+
 import torch
 from torch import nn
 

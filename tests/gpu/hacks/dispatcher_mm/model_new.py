@@ -1,4 +1,5 @@
 """A native workspace whose op hides torch.mm in C++ (through the dispatcher): must be a violation."""
+
 import torch
 from torch import nn
 

@@ -3,6 +3,7 @@
 The tests copy this workspace and rewrite BEHAVIOR and SPIN_US; binding and kernels stay the same, so every
 variant shares one build.
 """
+
 import torch
 from torch import nn
 

@@ -5,6 +5,7 @@ error after the division, far inside the 1e-2 tolerances), then one fused pass a
 applies the exact (erf) GELU in place with 16-byte accesses. Both run on PyTorch's current stream, cuBLAS
 through PyTorch's own handle for it.
 """
+
 import torch
 from torch import nn
 from torch.utils.cpp_extension import load_inline

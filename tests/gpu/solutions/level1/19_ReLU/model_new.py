@@ -1,4 +1,5 @@
 """19_ReLU as a native workspace: one streaming pass with 16-byte accesses and 64-bit indices."""
+
 import torch
 from torch import nn
 

@@ -1,5 +1,6 @@
 """1_Square_matrix_multiplication_ as a native workspace: one cuBLAS TF32 tensor-core GEMM on the current
 stream (PyTorch's default for float32 is the slower full-precision path)."""
+
 import torch
 from torch import nn
 

@@ -1,5 +1,6 @@
 """23_Softmax as a native workspace: a block per row, online max and sum in one read, then one read and one
 write (three passes over memory where PyTorch's kernel makes four)."""
+
 import torch
 from torch import nn
 

@@ -1,5 +1,6 @@
 """47_Sum_reduction_over_a_dimension as a native workspace: coalesced column sums with many loads in flight
 (the reduced dimension is the middle one, so every warp reads whole row segments)."""
+
 import math
 
 import torch
@@ -20,7 +21,7 @@ class ModelNew(nn.Module):
             raise TypeError(f"this sum takes a float32 CUDA tensor with dimensions, not {x.dtype} on {x.device}")
         x = x.contiguous()
         dim = self.dim % x.dim()
-        outer, reduced, inner = math.prod(x.shape[:dim]), x.shape[dim], math.prod(x.shape[dim + 1:])
+        outer, reduced, inner = math.prod(x.shape[:dim]), x.shape[dim], math.prod(x.shape[dim + 1 :])
         shape = list(x.shape)
         shape[dim] = 1
         out = x.new_empty(shape)

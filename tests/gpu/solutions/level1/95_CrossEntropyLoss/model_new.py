@@ -1,5 +1,6 @@
 """95_CrossEntropyLoss as a native workspace: a warp per row computes logsumexp minus the target's logit in one
 read of the logits; a second tiny kernel averages the per-block sums deterministically."""
+
 import torch
 from torch import nn
 

@@ -1,5 +1,6 @@
 """59_Matmul_Swish_Scaling as a native workspace: cuBLAS TF32 GEMM (the 4 GB weight is read once), then one
 fused bias + Swish + scaling pass."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """63_Gemm_ReLU_Divide as a native workspace: cuBLAS TF32 GEMM, then one fused bias + ReLU + divide pass."""
+
 import torch
 from torch import nn
 

@@ -1,5 +1,6 @@
 """70_Gemm_Sigmoid_Scaling_ResidualAdd as a native workspace: cuBLAS TF32 GEMM, then one fused bias +
 sigmoid + scaling + residual pass."""
+
 import torch
 from torch import nn
 
@@ -22,7 +23,10 @@ class ModelNew(nn.Module):
         out = x.new_empty((x.shape[0], self.gemm.out_features))
         layer = self.gemm
         ops.gemm_sigmoid_scale_residual(
-            x, layer.weight.contiguous(), layer.bias.contiguous(), out,
+            x,
+            layer.weight.contiguous(),
+            layer.bias.contiguous(),
+            out,
             float(self.scaling_factor),
         )
         return out.view(*lead, self.gemm.out_features)

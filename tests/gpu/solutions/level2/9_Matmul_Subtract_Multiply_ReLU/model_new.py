@@ -1,5 +1,6 @@
 """9_Matmul_Subtract_Multiply_ReLU as a native workspace: cuBLAS TF32 GEMM, then one fused bias + subtract +
 multiply + ReLU pass."""
+
 import torch
 from torch import nn
 
@@ -23,7 +24,11 @@ class ModelNew(nn.Module):
         out = x.new_empty((x.shape[0], self.linear.out_features))
         layer = self.linear
         ops.gemm_sub_mul_relu(
-            x, layer.weight.contiguous(), layer.bias.contiguous(), out,
-            float(self.subtract_value), float(self.multiply_value),
+            x,
+            layer.weight.contiguous(),
+            layer.bias.contiguous(),
+            out,
+            float(self.subtract_value),
+            float(self.multiply_value),
         )
         return out.view(*lead, self.linear.out_features)
