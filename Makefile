@@ -33,6 +33,8 @@ studio: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint docker/*.Dockerfile
 
 test: setup lint
 	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider

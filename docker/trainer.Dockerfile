@@ -23,6 +23,7 @@ ENV VIRTUAL_ENV=/opt/venv \
     CUDA_HOME=/usr/local/cuda \
     KS_CACHE_DIR=/var/cache/kernel-studio
 RUN python3 -m venv "$VIRTUAL_ENV"
+# hadolint ignore=DL3013
 RUN --mount=type=cache,target=/root/.cache/pip pip install "$TORCH_SPEC" --index-url "$TORCH_INDEX"
 WORKDIR /app
 COPY . .

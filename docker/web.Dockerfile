@@ -11,7 +11,7 @@ RUN npm ci --no-audit --no-fund --loglevel=error
 
 FROM python:3.12-slim-bookworm
 # torch is a dependency of the project but the web process never imports it: the CPU build is the smallest.
-ARG TORCH_SPEC=torch
+ARG TORCH_SPEC=torch==2.11.0
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -22,6 +22,7 @@ ENV PYTHONUNBUFFERED=1 \
     KS_PORT=8000 \
     STATIC_ROOT=/app/staticfiles \
     KS_PACKAGES_DIR=/var/lib/kernel-studio/packages
+# hadolint ignore=DL3013
 RUN --mount=type=cache,target=/root/.cache/pip pip install "$TORCH_SPEC" --index-url "$TORCH_INDEX"
 WORKDIR /app
 COPY . .
@@ -34,6 +35,6 @@ RUN --mount=type=cache,target=/root/.cache/pip pip install -e . \
 # Packages built by the workers arrive on a shared volume; the web process only reads them.
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin studio \
     && mkdir -p /var/lib/kernel-studio/packages
-USER studio
+USER 10001
 EXPOSE 8000
 CMD ["docker/web-entrypoint.sh"]

@@ -32,16 +32,17 @@ ENV VIRTUAL_ENV=/opt/venv \
     KS_SANDBOX_REQUIRE_ISOLATION=True \
     KS_PACKAGES_DIR=/var/lib/kernel-studio/packages
 RUN python3 -m venv "$VIRTUAL_ENV"
+# hadolint ignore=DL3013
 RUN --mount=type=cache,target=/root/.cache/pip pip install "$TORCH_SPEC" --index-url "$TORCH_INDEX"
 RUN python -c "import re, subprocess, torch; out = subprocess.run(['nvcc', '--version'], capture_output=True, text=True).stdout; nvcc = re.search(r'release (\d+\.\d+)', out).group(1); assert nvcc == torch.version.cuda, f'nvcc {nvcc} but torch {torch.__version__} was built with CUDA {torch.version.cuda}: choose CUDA_IMAGE and TORCH_INDEX together'; print('nvcc', nvcc, 'matches torch', torch.__version__)"
 WORKDIR /app
 COPY . .
 RUN --mount=type=cache,target=/root/.cache/pip pip install -e .
 # The precompiled torch header of classic bindings (about 15 s per build without it), for both targets, in
-# KS_CACHE_DIR; its key holds no GPU architecture, so it serves whatever GPU the container gets.
-RUN python -c "from sandbox.native.build import ensure_pch; print(ensure_pch('cuda')); print(ensure_pch('cpu'))"
-# The same header for load_inline's C++ unit with torch's own flags and no extra_cflags (sandbox/native/inline.py):
-# a KernelBench solution's build then takes seconds from the first evaluation on.
-RUN python -c "from sandbox.native.inline import prepare_headers; print(prepare_headers(b'', 'image', 'cuda')); print(prepare_headers(b'', 'image', 'cpu'))"
-RUN mkdir -p /var/lib/kernel-studio/packages
+# KS_CACHE_DIR; its key holds no GPU architecture, so it serves whatever GPU the container gets. Then the same
+# header for load_inline's C++ unit with torch's own flags and no extra_cflags (sandbox/native/inline.py): a
+# KernelBench solution's build then takes seconds from the first evaluation on.
+RUN python -c "from sandbox.native.build import ensure_pch; print(ensure_pch('cuda')); print(ensure_pch('cpu'))" \
+    && python -c "from sandbox.native.inline import prepare_headers; print(prepare_headers(b'', 'image', 'cuda')); print(prepare_headers(b'', 'image', 'cpu'))" \
+    && mkdir -p /var/lib/kernel-studio/packages
 CMD ["python", "manage.py", "gpuworkers", "gpu"]
