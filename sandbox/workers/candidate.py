@@ -5,7 +5,6 @@ solution is; the parent checks its outputs in another process, so what it report
 cannot be forged from here.
 """
 
-import sys
 import time
 from pathlib import Path
 
@@ -24,15 +23,14 @@ from sandbox.problem import (
     tensors_of,
     variant_inputs,
 )
-from sandbox.protocol import Channel, ChannelClosed
+from sandbox.protocol import ChannelClosed
 from sandbox.timing import measure
 from sandbox.transfer import save_tensors
+from sandbox.worker_start import worker_main
 from sandbox.workers.common import (
     all_finite,
-    become_worker,
     error_text,
     is_cuda_fault,
-    reap_children,
     select,
     setup_device,
     synchronize,
@@ -268,14 +266,6 @@ class Candidate:
         return found
 
 
-def main(read_fd, write_fd):
-    become_worker()
-    try:
-        serve(Channel(read_fd, write_fd))
-    finally:
-        reap_children()
-
-
 def serve(channel):
     channel.send("started")
     start = channel.recv()
@@ -315,4 +305,4 @@ def serve(channel):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    worker_main(serve, "sandbox.workers.candidate", __doc__.split("\n\n")[0])

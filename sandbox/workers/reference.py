@@ -9,7 +9,6 @@ import copy
 import hashlib
 import json
 import platform
-import sys
 import threading
 from contextlib import contextmanager
 
@@ -18,139 +17,11 @@ import torch
 from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.correctness import compare, precise_errors
-from sandbox.problem import (
-    batch_candidates,
-    declared_variants,
-    describe_shapes,
-    import_file,
-    make_inputs,
-    make_model,
-    spec_of,
-    tensors_of,
-    variant_inputs,
-)
-from sandbox.protocol import Channel
+from sandbox.problem import make_inputs, tensors_of, variant_inputs
 from sandbox.timing import measure
 from sandbox.transfer import load_tensors
-from sandbox.workers.common import (
-    become_worker,
-    error_text,
-    reap_children,
-    release_memory,
-    select,
-    setup_device,
-    synchronize,
-)
-
-
-def validate(module, device, init_seed, seed):
-    """The problem's model and its spec; raises ValueError with a message a problem author can act on."""
-    for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, name):
-            raise ValueError(
-                f"the problem defines no {name}: a KernelBench problem needs class Model(nn.Module), "
-                f"get_inputs() and get_init_inputs()"
-            )
-    if not (isinstance(module.Model, type) and issubclass(module.Model, torch.nn.Module)):
-        raise ValueError("Model must be a subclass of torch.nn.Module")
-    try:
-        model = make_model(module.Model, module, init_seed, device)
-    except Exception as exc:
-        raise ValueError(f"constructing Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}") from exc
-    runs = []
-    for run in range(2):
-        try:
-            inputs = make_inputs(module, seed, device)
-        except Exception as exc:
-            raise ValueError(f"get_inputs() failed: {type(exc).__name__}: {exc}") from exc
-        if run:
-            # The same inputs under another random state: a forward that draws random numbers (dropout in
-            # training mode) now differs, as it would for any kernel that cannot replay torch's generator.
-            torch.manual_seed(seed + 1)
-        try:
-            with torch.no_grad():
-                out = model(*inputs)
-            synchronize(device)
-        except Exception as exc:
-            raise ValueError(f"Model.forward failed on get_inputs(): {type(exc).__name__}: {exc}") from exc
-        tensors = tensors_of(out)
-        if tensors is None:
-            raise ValueError(
-                f"Model.forward returned {type(out).__name__}; it must return a tensor or a tuple of tensors"
-            )
-        runs.append((inputs, tensors))
-    (in1, out1), (in2, out2) = runs
-    for a, b in zip(in1, in2):
-        if isinstance(a, torch.Tensor) and not torch.equal(a, b):
-            raise ValueError(
-                "get_inputs() is not deterministic under a fixed seed: draw inputs with torch's "
-                "random functions (seeded by the harness), not from other sources"
-            )
-    for a, b in zip(out1, out2):
-        same = (
-            torch.equal(a, b)
-            if not a.is_floating_point()
-            else torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)
-        )
-        if not same:
-            raise ValueError(
-                "Model.forward is not deterministic: two runs on the same inputs differ (dropout in "
-                "training mode, or another random operator?)"
-            )
-    ptrs = {t.data_ptr() for t in in1 if isinstance(t, torch.Tensor)}
-    spec = {
-        "inputs": spec_of(in1),
-        "outputs": spec_of(out1 if len(out1) > 1 else out1[0]),
-        "output_bytes": sum(t.numel() * t.element_size() for t in out1),
-        "input_bytes": sum(t.numel() * t.element_size() for t in in1 if isinstance(t, torch.Tensor)),
-        "aliases_input": any(t.data_ptr() in ptrs for t in out1),
-    }
-    return model, spec
-
-
-def shape_variants(module, model, device, seed):
-    """The input variants the reference Model accepts (sandbox.problem's records), each with its input shapes and its
-    output's spec: the problem's declared get_input_variants(), else its batch scaled down and up. A declared variant
-    the Model rejects makes the problem invalid (ValueError); a batch size it rejects is not a variant."""
-    try:
-        declared = declared_variants(module)
-    except Exception as exc:
-        raise ValueError(f"get_input_variants() failed: {type(exc).__name__}: {exc}") from exc
-    if declared:
-        candidates = [{"kind": "declared", "index": i} for i in range(declared)]
-    else:
-        candidates = batch_candidates(make_inputs(module, seed, device))
-    found, scales = [], set()
-    for variant in candidates:
-        if variant["kind"] == "batch" and variant["scale"] in scales:
-            continue  # this batch size is covered by a more inclusive variant already
-        where = f"get_input_variants()[{variant.get('index')}]"
-        try:
-            inputs = variant_inputs(module, variant, seed, device)
-            with torch.no_grad():
-                out = model(*inputs)
-            synchronize(device)
-            tensors = tensors_of(out)
-        except Exception as exc:
-            release_memory(device)
-            if declared:
-                raise ValueError(f"{where}: Model.forward failed: {type(exc).__name__}: {exc}") from exc
-            continue
-        if tensors is None:
-            if declared:
-                raise ValueError(f"{where}: Model.forward returned {type(out).__name__}, not tensors")
-            continue
-        found.append(
-            {
-                **variant,
-                "shapes": describe_shapes(spec_of(inputs)),
-                "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
-                "output_bytes": sum(t.numel() * t.element_size() for t in tensors),
-            }
-        )
-        scales.add(variant.get("scale"))
-        inputs = out = tensors = None
-    return found
+from sandbox.worker_start import ProblemRejected, open_problem, worker_main
+from sandbox.workers.common import release_memory, select, synchronize
 
 
 def timing_sets(module, seeds, device, config, input_bytes):
@@ -228,27 +99,13 @@ def cached_baselines(key, device):
         return name, None
 
 
-def main(read_fd, write_fd):
-    become_worker()
-    try:
-        serve(Channel(read_fd, write_fd))
-    finally:
-        reap_children()
-
-
 def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
     try:
-        setup_device(device)
-        module = import_file(start["problem"], "ks_problem")
-        model, spec = validate(module, device, start["init_seed"], start["validation_seed"])
-        variants = shape_variants(module, model, device, start["validation_seed"]) if start.get("shape_check") else []
-    except Exception as exc:  # noqa: BLE001 -- every failure becomes the problem's error message
-        reason = (
-            str(exc) if isinstance(exc, ValueError) else f"importing the problem failed: {type(exc).__name__}: {exc}"
-        )
-        channel.send("invalid", reason=reason, log=error_text(exc))
+        module, model, spec, variants = open_problem(start)
+    except ProblemRejected as exc:
+        channel.send("invalid", reason=exc.reason, log=exc.log)
         return
     ready = {"spec": spec, "variants": variants}
     sets = None
@@ -344,4 +201,4 @@ class Float64Reference:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    worker_main(serve, "sandbox.workers.reference", __doc__.split("\n\n")[0])

@@ -56,7 +56,7 @@ def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
     try:
-        module, model, spec = open_problem(start)
+        module, model, spec, _ = open_problem(start)
     except ProblemRejected as exc:  # every failure is a filter's reason
         which = "deterministic" if "not deterministic" in exc.reason else "runs"
         channel.send("checked", ok=False, filter=which, reason=exc.reason[:2000], log=exc.log)
