@@ -122,6 +122,12 @@ def build_parser():
         help="install the wheel into a fresh virtual environment and run the package's own tests; a "
         "failing test is an error naming it (default: on; --no-check skips it)",
     )
+    pkg.add_argument(
+        "--allow-specialized",
+        action="store_true",
+        help="package a solution whose --verdict says it is specialised to the problem's shapes (shape_general "
+        "false), which is refused otherwise; the package's README and notes then say it only accepts those shapes",
+    )
     return parser
 
 
@@ -165,7 +171,14 @@ def _dispatch(args):
         verdict = json.loads(Path(args.verdict).read_text()) if args.verdict else None
         try:
             result = package_solution(
-                args.problem, args.solution, args.out, args.name, verdict, args.wheel, check=args.check
+                args.problem,
+                args.solution,
+                args.out,
+                args.name,
+                verdict,
+                args.wheel,
+                check=args.check,
+                allow_specialized=args.allow_specialized,
             )
         except PackageCheckFailed as failed:
             print(f"{failed.log}\nerror: {failed}", file=sys.stderr)

@@ -90,3 +90,13 @@ class Verdict:
         if self.violations:
             parts.append("violations: " + "; ".join(self.violations))
         return ", ".join(parts)
+
+
+def specialization(verdict):
+    """'specialised to the problem's shapes (fails at SHAPE)' for a verdict (a Verdict or its JSON dict) whose solution
+    was wrong at another input size (issue 22), the sentence the studio and packages show; '' for one that was right at
+    every size checked, or was not checked."""
+    data = verdict.to_json() if isinstance(verdict, Verdict) else (verdict or {})
+    if data.get("shape_general") is not False:
+        return ""
+    return f"specialised to the problem's shapes (fails at {data.get('failing_shape') or 'another input size'})"

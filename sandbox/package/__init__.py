@@ -6,7 +6,9 @@ The package has the shape of pytorch/extension-cpp: `csrc/` (the kernels and bin
 it) and whose `ModelNew` is the solution's, importing those operators instead of building anything; `tests/`
 against the original Model; a README with what was measured. Each package gets its own operator namespace.
 The fakes are inferred from the solution run in a jail (sandbox.package.fakes); by default the built package is
-then installed into a fresh virtual environment and its own tests must pass (sandbox.package.verify).
+then installed into a fresh virtual environment and its own tests must pass (sandbox.package.verify). A solution
+whose verdict says it is specialised to the problem's shapes is refused unless asked for (issue 22), and then its
+README and notes say so.
 """
 
 import logging
@@ -20,10 +22,33 @@ from sandbox.package.fakes import infer_fakes
 from sandbox.package.plan import make_plan
 from sandbox.package.render import render
 from sandbox.package.verify import PackageCheckFailed, check_package
-from sandbox.verdict import Verdict
+from sandbox.errors import PackagingError
+from sandbox.verdict import Verdict, specialization
 
-__all__ = ["PackageCheckFailed", "PackageResult", "package_solution"]
+__all__ = ["PackageCheckFailed", "PackageResult", "SpecializedSolution", "package_solution"]
 log = logging.getLogger(__name__)
+
+
+class SpecializedSolution(PackagingError):
+    """The verdict says the solution is right only at the problem's shapes (shape_general false): a package of it
+    would fail in a model that calls it at another batch size. The message names the failing shape and the way on."""
+
+    def __init__(self, specialised):
+        super().__init__(
+            f"not packaged: the solution is {specialised}, so a model calling it at other input sizes would fail. "
+            f"Make its kernels take their sizes at run time and evaluate it again, or pass --allow-specialized "
+            f"(allow_specialized=True) to package it anyway: its README and notes then say that it only accepts the "
+            f"problem's shapes"
+        )
+        self.specialised = specialised
+
+
+def specialised_note(specialised):
+    """The words a specialised package's README and notes carry."""
+    return (
+        f"This package only accepts the problem's shapes: its solution is {specialised}. Call it with other input "
+        f"sizes and its kernels raise or give wrong results; it was packaged anyway, on request (--allow-specialized)."
+    )
 
 
 @dataclass
@@ -46,19 +71,27 @@ class PackageResult:
         return cls(**data)
 
 
-def package_solution(problem, solution, out_dir, name=None, verdict=None, build_wheel=None, check=True):
+def package_solution(
+    problem, solution, out_dir, name=None, verdict=None, build_wheel=None, check=True, allow_specialized=False
+):
     """Package SOLUTION (a load_inline .py or a native workspace) of PROBLEM into OUT_DIR.
 
     NAME defaults to ks-<problem name>; VERDICT (a Verdict or its JSON) fills the README's measurements;
     BUILD_WHEEL None builds the wheel where this machine can (any machine for CPU kernels, a CUDA toolkit and a
     CUDA torch for GPU kernels). The solution runs once, jailed, to infer its operators' fakes. CHECK installs the
     package into a fresh virtual environment and runs its own tests (where the wheel was built). Raises
-    PackagingError for what cannot be packaged, PackageCheckFailed (naming the failing tests) if the package's tests
-    fail, BuildError if a build fails.
+    PackagingError for what cannot be packaged, SpecializedSolution where VERDICT says the solution is specialised to
+    the problem's shapes and ALLOW_SPECIALIZED is false, PackageCheckFailed (naming the failing tests) if the package's
+    tests fail, BuildError if a build fails.
     """
     if isinstance(verdict, dict):
         verdict = Verdict.from_json(verdict)
+    specialised = specialization(verdict) if verdict is not None else ""
+    if specialised and not allow_specialized:
+        raise SpecializedSolution(specialised)
     plan = infer_fakes(make_plan(problem, solution, name, verdict), problem, solution)
+    if specialised:
+        plan.notes.insert(0, specialised_note(specialised))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ks-package-") as tmp:

@@ -212,6 +212,32 @@ STABLE_WORKSPACE = {
         """,
 }
 
+# The elementwise problem's kernel, specialized the way the heuristic's kernels once were: the element count is
+# checked against the problem's, and anything else is refused.
+SPECIALIZED_BINDING_CHECK = """
+        Tensor add_relu(Tensor x, Tensor y) {
+            if (x.numel() != 65536 || y.numel() != 65536)
+                throw std::runtime_error("add_relu: expected 65536 elements, got " + std::to_string(x.numel()));
+            Tensor out = torch::stable::empty_like(x);"""
+
+
+def _specialized(stable):
+    files = dict(stable)
+    binding = textwrap.dedent(files["binding.cpp"])
+    binding = binding.replace(
+        "using torch::stable::Tensor;", "#include <stdexcept>\n#include <string>\n\nusing torch::stable::Tensor;"
+    )
+    binding = binding.replace(
+        "Tensor add_relu(Tensor x, Tensor y) {\n    Tensor out = torch::stable::empty_like(x);",
+        textwrap.dedent(SPECIALIZED_BINDING_CHECK).strip("\n"),
+    )
+    assert "65536" in binding
+    files["binding.cpp"] = binding
+    return files
+
+
+SPECIALIZED_WORKSPACE = _specialized(STABLE_WORKSPACE)
+
 # A classic binding (torch/extension.h + pybind11), compiled against the precompiled header. `add_relu` is an
 # honest kernel; `cheat` calls at::relu from C++, which the dispatch recorder must see. Both share one build.
 CLASSIC_BINDING = {
@@ -296,6 +322,12 @@ def files(tmp_path):
     return Files(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def module_files(tmp_path_factory):
+    """Files shared by a module's tests, for what is costly to make once per test (an evaluation)."""
+    return Files(tmp_path_factory.mktemp("module"))
+
+
 @pytest.fixture
 def fast_config():
     """A quick CPU evaluation: two trials, no torch.compile baseline, a short timing budget, a bounded timeout."""
@@ -343,7 +375,7 @@ def honest(files):
     return files.solution(HONEST_ELEMENTWISE, "honest.py")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def sources():
     """The shared sources, for tests that build variants of them."""
     return {
@@ -354,6 +386,7 @@ def sources():
         "HONEST_ROWSUM": HONEST_ROWSUM,
         "HONEST_LINEAR_RELU": HONEST_LINEAR_RELU,
         "STABLE_WORKSPACE": STABLE_WORKSPACE,
+        "SPECIALIZED_WORKSPACE": SPECIALIZED_WORKSPACE,
         "classic_workspace_files": classic_workspace_files,
     }
 

@@ -2,8 +2,6 @@
 dimensions that may vary (the batch halved and doubled, or the problem's get_input_variants()); the verdict says
 which shapes were checked and whether the solution was right at all of them, and the reward stays at the problem's."""
 
-import textwrap
-
 import pytest
 import torch
 
@@ -18,29 +16,6 @@ from sandbox.problem import (
 
 PROBLEM_SHAPES = "(128, 512), (128, 512)"
 HALF, DOUBLE = "(64, 512), (64, 512)", "(256, 512), (256, 512)"
-
-# The elementwise problem's kernel, specialized the way the heuristic's kernels once were: the element count is
-# checked against the problem's, and anything else is refused.
-SPECIALIZED_BINDING_CHECK = """
-        Tensor add_relu(Tensor x, Tensor y) {
-            if (x.numel() != 65536 || y.numel() != 65536)
-                throw std::runtime_error("add_relu: expected 65536 elements, got " + std::to_string(x.numel()));
-            Tensor out = torch::stable::empty_like(x);"""
-
-
-def specialized_workspace(stable):
-    files = dict(stable)
-    binding = textwrap.dedent(files["binding.cpp"])
-    binding = binding.replace(
-        "using torch::stable::Tensor;", "#include <stdexcept>\n#include <string>\n\nusing torch::stable::Tensor;"
-    )
-    binding = binding.replace(
-        "Tensor add_relu(Tensor x, Tensor y) {\n    Tensor out = torch::stable::empty_like(x);",
-        textwrap.dedent(SPECIALIZED_BINDING_CHECK).strip("\n"),
-    )
-    assert "65536" in binding
-    files["binding.cpp"] = binding
-    return files
 
 
 class _Module:
@@ -83,7 +58,7 @@ def test_declared_variants_replace_batch_scaling_and_may_be_functions():
 
 
 def test_a_solution_specialized_to_the_problems_shape_is_not_shape_general(run_eval, files, elementwise, sources):
-    v = run_eval(elementwise, files.workspace(specialized_workspace(sources["STABLE_WORKSPACE"])))
+    v = run_eval(elementwise, files.workspace(sources["SPECIALIZED_WORKSPACE"]))
     # Right at the problem's shapes, rewarded there as before...
     assert v.status == "ok" and v.correct and v.reward >= 1, (v.status, v.log[-2000:])
     # ...and named as specialized, with the shape it failed at and why.
@@ -195,6 +170,6 @@ def test_declared_variants_are_the_shapes_checked(run_eval, files, sources):
 
 
 def test_the_shape_check_can_be_turned_off(run_eval, files, elementwise, sources):
-    v = run_eval(elementwise, files.workspace(specialized_workspace(sources["STABLE_WORKSPACE"])), shape_check=False)
+    v = run_eval(elementwise, files.workspace(sources["SPECIALIZED_WORKSPACE"]), shape_check=False)
     assert v.status == "ok", (v.status, v.log[-2000:])
     assert v.shape_general is None and v.shapes_checked == [] and v.failing_shape == ""
