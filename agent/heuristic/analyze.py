@@ -6,7 +6,10 @@ one observation; a whole network's graph does not, so it is always written to an
 lines of CHUNK characters that the policy reads back a few lines per read_file call.
 """
 
+import contextlib
+import io
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -14,8 +17,9 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from agent.heuristic.batch import Specialized, affine_leaves, sample_sizes, scaled_inputs
 from agent.heuristic.capture import capture
-from sandbox.problem import import_file
+from sandbox.problem import batch_candidates, import_file
 
 # Module attributes worth knowing for code generation (missing ones are skipped).
 MODULE_ATTRS = (
@@ -96,9 +100,23 @@ def analyze(path):
     if model is None:
         model = module.Model(*module.get_init_inputs()).to("meta")
 
+    result = _analysis(module, model, inputs)
+    if result["ok"]:
+        result["batch"] = _batch(module, model, inputs, result)
+    return result
+
+
+def _analysis(module, model, inputs, group=(), size=None):
+    """The fx and ATen analyses of MODEL at INPUTS (dim 0 of the inputs at positions GROUP set to SIZE)."""
+    if group:
+        inputs = scaled_inputs(inputs, group, size)
+
     def build_fake(mode):
         with mode:
-            return module.Model(*module.get_init_inputs()), module.get_inputs()
+            fake_inputs = module.get_inputs()
+            if group:
+                fake_inputs = scaled_inputs(fake_inputs, group, size)
+            return module.Model(*module.get_init_inputs()), fake_inputs
 
     aten = capture(model, inputs, build_fake)
     try:
@@ -111,6 +129,48 @@ def analyze(path):
     result["aten"] = aten
     result["init_inputs"] = [_arg(v) for v in module.get_init_inputs()]
     return result
+
+
+@contextlib.contextmanager
+def _quiet():
+    """torch's own reports of a failed capture (logged, and printed) kept out of the analysis' output: a batch size
+    the model refuses is an expected outcome here, not an error."""
+    logging.disable(logging.ERROR)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _batch(module, model, inputs, base):
+    """How the analysis changes with the batch (batch.py): the inputs that scale with it (the sandbox's groups, most
+    inclusive first), the problem's batch size and the affine fit of every number that changes; or the reason the
+    kernels keep the problem's batch size."""
+    groups = list(dict.fromkeys(tuple(c["inputs"]) for c in batch_candidates(inputs)))
+    if not groups:
+        return {"reason": "no tensor input has a dimension to scale"}
+    size = int(inputs[groups[0][0]].shape[0])
+    sizes = [size, *sample_sizes(size)]
+    reasons = []
+    for group in groups:
+        try:
+            others = []
+            for other in sizes[1:]:
+                with _quiet():
+                    analysis = _analysis(module, model, inputs, group, other)
+                if not analysis["ok"]:
+                    raise Specialized(f"at batch size {other}: {analysis['reason']}")
+                others.append(analysis)
+            affine = affine_leaves(base, others, sizes)
+        except Specialized as exc:
+            reasons.append(f"inputs {list(group)}: {exc}")
+            continue
+        except Exception as exc:  # noqa: BLE001 -- a model that refuses another batch size keeps the problem's
+            reasons.append(f"inputs {list(group)}: {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        return {"inputs": list(group), "size": size, "affine": affine}
+    return {"reason": "; ".join(reasons)}
 
 
 def _fx_analysis(model, inputs):

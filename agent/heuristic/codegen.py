@@ -4,8 +4,11 @@ import math
 
 from agent.heuristic.conv import HEADERS as CONV_HEADERS, cpp_conv
 from agent.heuristic.emit import (
+    BATCH_DECLARATION,
     CPP_PRELUDE,
     PARALLEL_ELEMENTS,
+    batch_prologue,
+    binding_checks,
     model_new_source,
     offset,
     op_function,
@@ -18,10 +21,9 @@ HEADER = "// Written by Kernel Studio's heuristic policy: {describe}.\n"
 
 
 def _vectorizable(plan):
-    return (
-        all(list(o.shape) == list(plan.out_shape) or math.prod(o.shape) == 1 for o in plan.operands)
-        and math.prod(plan.out_shape) % 4 == 0
-    )
+    """Whether every operand is read at the output's own index or is one number: float4 loads then serve, where the
+    element count (a multiple of 4) and the pointers' alignment allow, which the launch checks at run time."""
+    return all(list(o.shape) == list(plan.out_shape) or math.prod(o.shape) == 1 for o in plan.operands)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -126,7 +128,7 @@ __global__ void fused_kernel_vec4({ptrs}float* __restrict__ out, int64_t n4) {{
             for n in names
             if list(next(o for o in plan.operands if o.name == n).shape) == list(plan.out_shape)
         ]
-        + ["((uintptr_t)out % 16 == 0)"]
+        + ["((uintptr_t)out % 16 == 0)", "(n % 4 == 0)"]
     )
     vec_call = (
         f"""    if ({aligned}) {{
@@ -495,7 +497,7 @@ def _conv_geometry(plan):
 
 
 def _c_array(values):
-    return "{" + ", ".join(str(v) for v in values) + "}"
+    return "{" + ", ".join(f"(int){v}LL" for v in values) + "}"
 
 
 def cuda_conv(plan, block):
@@ -543,7 +545,7 @@ def cuda_conv(plan, block):
     total = math.prod(plan.out_shape)
     src = (
         CUDA_PRELUDE.format(block=block)
-        + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <stdexcept>\n#include <string>\n"
+        + "#include <cudnn.h>\n#include <dlfcn.h>\n#include <map>\n#include <stdexcept>\n#include <string>\n"
     )
     src += op_function(
         "epi_op", ["acc"] + [f"LOAD_{n}" for n in names], plan.body, qualifier="__device__ __forceinline__ "
@@ -619,11 +621,13 @@ struct ConvState {{
 }};
 
 static ConvState& state(cudaStream_t stream) {{
-    // Descriptors, the algorithm and its workspace are made once per process: the shapes are fixed.
-    static ConvState s;
+    // Descriptors, the algorithm and its workspace are made once per batch size (the first's at the first call),
+    // with one cuDNN handle for them all.
+    static cudnnHandle_t h = nullptr;
+    static std::map<int64_t, ConvState> states;
+    if (!h) check(cudnn().cudnnCreate(&h), "create");
+    ConvState& s = states[{ins[0]}LL];
     if (!s.handle) {{
-        cudnnHandle_t h;
-        check(cudnn().cudnnCreate(&h), "create");
         check(cudnn().cudnnSetStream(h, stream), "set stream");
         const int in_dims[] = {_c_array(ins)}, in_strides[] = {_c_array(strides(ins))};
         const int out_dims[] = {_c_array(outs)}, out_strides[] = {_c_array(strides(outs))};
@@ -712,18 +716,17 @@ def cpp_elementwise(plan):
         else:
             args.append(f"{o.name}[{offset(o.shape, plan.out_shape, '(base + j)')}]")
     setup_text = "\n        ".join(setup)
-    chunk = min(inner, 8192)
     return (
         CPP_PRELUDE
         + op_function("fused_op", [f"LOAD_{n_}" for n_ in names], plan.body, qualifier="static inline ")
         + f"""
 void run_fused({ptrs}float* __restrict__ out, int64_t n) {{
-    // {n // inner} outer step(s) of {inner} contiguous elements, cut in chunks of {chunk} for the threads.
-    const int64_t inner = {inner}LL, chunks = {(inner + chunk - 1) // chunk}LL;
+    // {n // inner} outer step(s) of {inner} contiguous elements, cut in chunks of at most 8192 for the threads.
+    const int64_t inner = {inner}LL, chunk = std::min<int64_t>(inner, 8192), chunks = (inner + chunk - 1) / chunk;
     #pragma omp parallel for schedule(static) if(n >= {PARALLEL_ELEMENTS})
     for (int64_t c = 0; c < (n / inner) * chunks; ++c) {{
         const int64_t base = (c / chunks) * inner;
-        const int64_t j0 = (c % chunks) * {chunk}LL, j1 = std::min<int64_t>(inner, j0 + {chunk}LL);
+        const int64_t j0 = (c % chunks) * chunk, j1 = std::min<int64_t>(inner, j0 + chunk);
         {setup_text}
         float* y = out + base;
         #pragma omp simd
@@ -961,7 +964,7 @@ def _all_args(plan):
 
 
 def _tensor_args(plan):
-    """(C parameter name, Python expression, expected numel) of every tensor the op takes, in order."""
+    """(C parameter name, Python expression, operand) of every tensor the op takes, in order."""
     params = _param_names(plan)
 
     def py(o):
@@ -969,7 +972,26 @@ def _tensor_args(plan):
             return f"self.get_buffer({o.ref!r})"
         return f"inputs[{o.ref}]" if o.source == "input" else f"self._ks_params[{params.index(o.ref)}]"
 
-    return [(o.name, py(o), math.prod(o.shape)) for o in _all_args(plan)]
+    return [(o.name, py(o), o) for o in _all_args(plan)]
+
+
+def _checked(plan):
+    """The binding's checks' arguments (batch.py): an input by its shape, a parameter or buffer by its element count
+    (a bias is planned in the shape it broadcasts in, not its own)."""
+    return [
+        (name, f"input {o.ref}", list(o.shape), None)
+        if o.source == "input"
+        else (name, f"{o.source} {o.ref}", None, math.prod(o.shape))
+        for name, _, o in _tensor_args(plan)
+    ]
+
+
+def batch_argument(plan, inputs):
+    """The C name of the op's first argument that is one of the model's INPUTS (those that scale with the batch)."""
+    for name, _, o in _tensor_args(plan):
+        if o.source == "input" and o.ref in inputs:
+            return name
+    return None
 
 
 def _launch(plan, device, space, ptrs, out):
@@ -988,10 +1010,12 @@ def _launch(plan, device, space, ptrs, out):
     return (f"namespace {space} {{ {decl} }}" if space else decl), call
 
 
-def binding(plan, device):
+def binding(plan, device, batch=None, reason=None):
+    """binding.cpp of PLAN: checks, intermediates, the stages' calls. BATCH: the C name of the input whose dim 0 the
+    kernels read at run time (None: they keep the problem's shapes, for REASON)."""
     args = _tensor_args(plan)
     params = ", ".join(f"Tensor {name}" for name, _, _ in args)
-    checks = "\n".join(f'    check({name}, {numel}LL, "{name}");' for name, _, numel in args)
+    definitions, checks = binding_checks(_checked(plan), reason)
     first = args[0][0]
     ptr = "(const float*){}.data_ptr()".format
     # Each stage writes an intermediate (mid0, mid1, ...) that the next one reads; the last writes `out`.
@@ -1025,28 +1049,22 @@ def binding(plan, device):
     schema = ", ".join(f"Tensor {name}" for name, _, _ in args)
     if any(_takes_mode(stage) for stage in [plan] + plan.tails):
         params, schema = params + ", bool training", schema + ", bool training"
+    prologue = batch_prologue(batch, f"input {batch_input(plan, batch)}") if batch else ""
     return (
         HEADER.format(describe=plan.describe)
         + f"""#include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
-{includes}#include <stdexcept>
+{includes}#include <initializer_list>
+#include <stdexcept>
 #include <string>
 
 using torch::stable::Tensor;
 
-{decl}
-
-static void check(const Tensor& t, int64_t numel, const char* name) {{
-    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
-    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
-                                                     " elements, got " + std::to_string(t.numel()));
-    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
-}}
-
+{BATCH_DECLARATION if batch else ""}{decl}
+{definitions}
 Tensor fused({params}) {{
-{checks}
-{allocate}    Tensor out = torch::stable::new_empty({first}, {{{out_dims}}});
+{prologue}{checks}{allocate}    Tensor out = torch::stable::new_empty({first}, {{{out_dims}}});
 {call}
     return out;
 }}
@@ -1055,6 +1073,10 @@ STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({schema}) -> Tensor"); }}
 STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
 """
     )
+
+
+def batch_input(plan, name):
+    return next(o.ref for n, _, o in _tensor_args(plan) if n == name)
 
 
 def _param_names(plan):
@@ -1114,10 +1136,45 @@ def _chained(sources, prelude):
 
 
 def workspace_files(plan, device, problem_source, block=256):
+    """The workspace's files of PLAN (a chain's or a DAG's) for DEVICE: kernels that read the batch size at run time
+    where the plans at three batch sizes allow it (batch.py), else the problem's shapes, with the reason in the
+    binding's errors."""
+    from agent.heuristic.batch import Specialized, merge, merge_python, runtime_kernels
+
+    batch = getattr(plan, "batch_plans", None) or {"reason": "planned without the batch sizes' analysis"}
+    reason = batch.get("reason")
+    if reason is None:
+        try:
+            versions = [_files(p, device, problem_source, block, batch["inputs"], None) for p in batch["plans"]]
+            if any(v.keys() != versions[0].keys() for v in versions):
+                raise Specialized("the kernels at another batch size are other files")
+            files = {}
+            for path, text in versions[0].items():
+                texts = [v[path] for v in versions]
+                if path.endswith(".py"):
+                    files[path] = merge_python(texts)
+                    continue
+                files[path] = merge(texts, batch["sizes"])
+                if path.startswith("kernels/fused."):
+                    files[path] = runtime_kernels(files[path], batch["size"], device == "cuda")
+            return files
+        except Specialized as exc:
+            reason = str(exc)
+    return _files(plan, device, problem_source, block, (), reason)
+
+
+def _files(plan, device, problem_source, block, inputs, reason):
+    """The files of PLAN at its own shapes; the binding reads the batch size from the first of the model's INPUTS
+    it takes (none: it keeps the problem's shapes, for REASON)."""
     if plan.kind == "graph":
         from agent.heuristic.dag.codegen import workspace_files as dag_files
 
-        return dag_files(plan, device, problem_source, block)
+        return dag_files(plan, device, problem_source, block, inputs, reason)
+    batch = batch_argument(plan, inputs) if inputs else None
+    if inputs and batch is None:
+        from agent.heuristic.batch import Specialized
+
+        raise Specialized("no input that scales with the batch reaches the kernels")
     if device == "cuda":
         kernel = {
             "elementwise": cuda_elementwise,
@@ -1141,7 +1198,7 @@ def workspace_files(plan, device, problem_source, block=256):
     source = _chained(sources, prelude) if plan.tails else sources[0]
     files = {
         name: HEADER.format(describe=plan.describe) + source,
-        "binding.cpp": binding(plan, device),
+        "binding.cpp": binding(plan, device, batch, reason),
         "model_new.py": model_new(plan, problem_source, device),
     }
     if device == "cpu":  # the library kernels' headers, included by name (kernels/ is on the include path)

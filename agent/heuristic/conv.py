@@ -35,10 +35,10 @@ def cpp_conv(plan):
         ]
     )
     # Multiply-adds: each output position (input position, when transposed) of each sample meets
-    # cin/groups x cout x kernel weights.
+    # cin/groups x cout x kernel weights. A C expression: the batch may be the run-time one.
     positions = math.prod(spatial_in if c["transposed"] else spatial_out)
-    flops = n * positions * cin * cout // c["groups"] * math.prod(c["w_shape"][2:])
-    parallel = "true" if flops >= PARALLEL_FLOPS else "false"
+    per_sample = positions * cin * cout // c["groups"] * math.prod(c["w_shape"][2:])
+    parallel = f"{n}LL * {per_sample}LL >= {PARALLEL_FLOPS}LL"
     epilogue = row_epilogue(plan.operands, plan.out_shape, math.prod(spatial_out), plan.body)
     run = "ks_conv_transposed" if c["transposed"] else "ks_conv"
     return (
@@ -48,7 +48,7 @@ def cpp_conv(plan):
         + f"""
 void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
     // batch, cin, cout, groups, then (depth, height, width) of input, output, kernel, stride, padding, dilation
-    constexpr KsConv c{{{geometry}}};
+    const KsConv c{{{geometry}}};
     {run}(c, x, w, out, {parallel}, {epilogue});
 }}
 """

@@ -157,3 +157,70 @@ class ModelNew(nn.Module):
     def forward(self, *inputs):
 {checks}        return ops.fused({call})
 '''
+
+
+def c_string(text):
+    """TEXT as a C string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def shapes_note(reason=None):
+    """What the binding's shape errors add: that dim 0 follows the batch, or why the kernels keep the problem's
+    shapes (REASON)."""
+    if reason is None:
+        return " (dim 0 of the inputs, the batch, may take any size; the other dims are the problem's)"
+    return f" (these kernels were written for the problem's shapes only: {reason[:300]})"
+
+
+# The binding's checks of its arguments: an input against every dim these kernels take (its dim 0 an expression of
+# the batch size where they read it at run time), a parameter or buffer against its element count.
+BINDING_CHECKS = r"""
+static std::string ks_shape(const int64_t* sizes, int64_t rank) {
+    std::string text = "[";
+    for (int64_t d = 0; d < rank; ++d) text += (d ? ", " : "") + std::to_string(sizes[d]);
+    return text + "]";
+}
+
+static void check(const Tensor& t, std::initializer_list<int64_t> shape, const char* name) {
+    bool same = t.dim() == (int64_t)shape.size();
+    for (int64_t d = 0; same && d < t.dim(); ++d) same = t.sizes()[d] == shape.begin()[d];
+    if (!same)
+        throw std::runtime_error(std::string(name) + ": expected shape " + ks_shape(shape.begin(), shape.size()) +
+                                 ", got " + ks_shape(t.sizes().data(), t.dim()) + KS_SHAPES);
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}
+
+static void check_numel(const Tensor& t, int64_t numel, const char* name) {
+    if (t.numel() != numel)
+        throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) + " elements, got " +
+                                 std::to_string(t.numel()) + KS_SHAPES);
+    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
+}
+"""
+
+
+def binding_checks(args, reason):
+    """(definitions, calls) of the checks of ARGS: (C name, label, shape or None for a parameter, numel). REASON: why
+    the kernels keep the problem's shapes, None when they read the batch size at run time."""
+    calls = "".join(
+        f"    check({name}, {{{', '.join(f'{d}LL' for d in shape)}}}, {c_string(label)});\n"
+        if shape is not None
+        else f"    check_numel({name}, {numel}LL, {c_string(label)});\n"
+        for name, label, shape, numel in args
+    )
+    return f"static const char* KS_SHAPES = {c_string(shapes_note(reason))};\n" + BINDING_CHECKS, calls
+
+
+def batch_prologue(name, label):
+    """The binding's first lines where the kernels read the batch size at run time: dim 0 of input NAME, given to
+    the kernels' file (ks_set_batch) under a lock, since they read it from one variable."""
+    return (
+        f'    if ({name}.dim() < 1) throw std::runtime_error("{label} must have a batch dimension");\n'
+        f"    const int64_t ks_batch = {name}.sizes()[0];\n"
+        "    static std::mutex ks_lock;\n"
+        "    std::lock_guard<std::mutex> ks_guard(ks_lock);\n"
+        "    ks_set_batch(ks_batch);\n"
+    )
+
+
+BATCH_DECLARATION = "#include <mutex>\nvoid ks_set_batch(int64_t batch);\n"

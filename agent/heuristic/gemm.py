@@ -16,7 +16,7 @@ def cpp_gemm(plan):
     # Epilogue operands are per column or scalars (the planner's rule), whatever their rank: seen as [n] or [1].
     operands = [dataclasses.replace(o, shape=[math.prod(o.shape)]) for o in plan.operands]
     epilogue = row_epilogue(operands, [batch * m, n], n, plan.body)
-    parallel = "true" if batch * m * n * k >= PARALLEL_FLOPS else "false"
+    parallel = f"{batch}LL * {m}LL * {n}LL * {k}LL >= {PARALLEL_FLOPS}LL"  # C: m may be the run-time batch's
     w_stride = k * n if batch > 1 else 0
     return (
         CPP_PRELUDE
@@ -25,7 +25,7 @@ def cpp_gemm(plan):
         + f"""
 void run_fused(const float* __restrict__ x, const float* __restrict__ w, {ptrs}float* __restrict__ out) {{
     // {f"{batch} x " if batch > 1 else ""}{m}x{k} by {k}x{n}{", w stored [n, k]" if plan.transposed_b else ""}
-    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(plan.transposed_b).lower()}, {w_stride}}};
+    const KsGemm g{{{batch}, {m}, {n}, {k}, {str(plan.transposed_b).lower()}, {w_stride}}};
     ks_gemm(g, x, w, out, {parallel}, {epilogue});
 }}
 """

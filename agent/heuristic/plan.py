@@ -461,7 +461,38 @@ def _output_node(analysis):
 
 def make_plan(analysis):
     """The Plan for an analysis, or Unsupported naming the operator that stops it: the stage planner's chain of fused
-    kernels where the graph is one, else the DAG planner's kernels over the ATen graph torch.export captured."""
+    kernels where the graph is one, else the DAG planner's kernels over the ATen graph torch.export captured.
+
+    Its `batch_plans` are the plans of the same analysis at three batch sizes (batch.py), from which the code
+    generators write kernels that read the batch size at run time; or the reason they keep the problem's."""
+    plan = _plan(analysis)
+    plan.batch_plans = _batch_plans(analysis, plan)
+    return plan
+
+
+def _batch_plans(analysis, plan):
+    """{"inputs", "size", "sizes", "plans"}: the plans at batch sizes SIZES (the problem's first where it is above
+    1: its plan is the fast path), or {"reason"} when the batch size cannot be a run-time size."""
+    from agent.heuristic.batch import at_batch, sample_sizes
+
+    batch = analysis.get("batch") or {"reason": "the analysis did not vary the batch size"}
+    if "reason" in batch:
+        return {"reason": batch["reason"]}
+    size = batch["size"]
+    sizes = [size, *sample_sizes(size)] if size > 1 else [2, 3, 4]  # a batch of 1 would specialize its dims of 1
+    plans = []
+    for other in sizes:
+        try:
+            plans.append(plan if other == size else _plan(at_batch(analysis, other)))
+        except Unsupported as exc:
+            return {"reason": f"at batch size {other}: {exc}"}
+    kinds = {p.kind for p in plans}
+    if len(kinds) != 1:
+        return {"reason": f"the plan at another batch size is of another kind ({', '.join(sorted(kinds))})"}
+    return {"inputs": batch["inputs"], "size": size, "sizes": sizes, "plans": plans}
+
+
+def _plan(analysis):
     if not analysis.get("ok"):
         raise Unsupported(analysis.get("reason", "the problem could not be analyzed"))
     chain_error = None

@@ -40,9 +40,9 @@ def source(kernel, buffers, device, params):
     signature = "".join(f"const {x.ctype}* {r}, " for x, r in zip(inputs, reads)) + "float* out"
     if device == "cpu":
         body = (
-            f"    constexpr KsAttention a{{{batch}, {lq}, {lk}, {e}, {ev}, {node.attrs['scale']!r}f, "
+            f"    const KsAttention a{{{batch}, {lq}, {lk}, {e}, {ev}, {node.attrs['scale']!r}f, "
             f"{str(node.attrs['causal']).lower()}, {kind}, {stride}}};\n"
-            f"    ks_attention(a, {q}, {k}, {v}, {mask}, out, {'true' if batch * lq * lk * e >= 1 << 16 else 'false'});\n"
+            f"    ks_attention(a, {q}, {k}, {v}, {mask}, out, {batch}LL * {lq * lk * e}LL >= {1 << 16}LL);\n"
         )
         text = f'#include "{HEADERS[device]}"\nvoid {name}({signature}) {{\n{body}}}\n'
     else:

@@ -9,7 +9,17 @@ from agent.heuristic.conv import HEADERS as CONV_HEADERS
 from agent.heuristic.conv import cpp_conv
 from agent.heuristic.dag import attention, scan
 from agent.heuristic.dag.cexpr import Emitter, Scope
-from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, model_new_source, scalar_checks, template
+from agent.heuristic.batch import Specialized
+from agent.heuristic.emit import (
+    BATCH_DECLARATION,
+    CPP_PRELUDE,
+    PARALLEL_ELEMENTS,
+    batch_prologue,
+    binding_checks,
+    model_new_source,
+    scalar_checks,
+    template,
+)
 from agent.heuristic.gemm import HEADERS as GEMM_HEADERS
 from agent.heuristic.plan import Operand, Plan
 
@@ -161,7 +171,7 @@ class Writer:
         batch, m, n, k = g["batch"], g["m"], g["n"], g["k"]
         if self.device == "cpu":
             self.headers |= set(GEMM_HEADERS)
-            parallel = "true" if batch * m * n * k >= 1 << 22 else "false"
+            parallel = f"{batch}LL * {m}LL * {n}LL * {k}LL >= {1 << 22}LL"
             fused = self.epilogue(kernel)
             reads, finish = [a, b], "[](int64_t, int64_t, int64_t) {}"
             if fused is not None:
@@ -185,7 +195,7 @@ class Writer:
             source = (
                 '#include "ks_gemm.h"\n'
                 f"void {name}({ins}float* __restrict__ out) {{\n"
-                f"    constexpr KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
+                f"    const KsGemm g{{{batch}, {m}, {n}, {k}, {str(g['transposed_b']).lower()}, "
                 f"{g['w_stride']}}};\n"
                 f"    ks_gemm(g, {a}, {b}, out, {parallel}, {finish});\n}}\n"
             )
@@ -331,7 +341,9 @@ def _arguments(plan):
     return sorted(leaves, key=lambda n: (order[n.kind], n.attrs["ref"] if n.kind == "input" else 0))
 
 
-def binding(plan, device, leaves):
+def binding(plan, device, leaves, batch=None, reason=None):
+    """binding.cpp of PLAN: checks, buffers and kernel calls in order. BATCH: the leaf whose dim 0 the kernels read at
+    run time (None: they keep the problem's shapes, for REASON)."""
     writer = plan.writer
     decls, calls, allocs = [], [], []
     stream = ", cudaStream_t" if device == "cuda" else ""
@@ -358,7 +370,16 @@ def binding(plan, device, leaves):
         calls.append(f"    {name}({ptrs}{out}{', (cudaStream_t)stream' if device == 'cuda' else ''});")
         allocs.append(calls.pop())
     params = ", ".join(f"Tensor {plan.buffers[n.name]}" for n in leaves)
-    checks = "".join(f'    check({plan.buffers[n.name]}, {n.numel}LL, "{plan.buffers[n.name]}");\n' for n in leaves)
+    definitions, checks = binding_checks(
+        [
+            (plan.buffers[n.name], f"input {n.attrs['ref']}", n.shape, None)
+            if n.kind == "input"
+            else (plan.buffers[n.name], f"{n.kind} {n.attrs['ref']}", None, n.numel)
+            for n in leaves
+        ],
+        reason,
+    )
+    prologue = batch_prologue(plan.buffers[batch.name], f"input {batch.attrs['ref']}") if batch else ""
     if device == "cuda":
         includes, key = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n", "CUDA"
         get_stream = (
@@ -373,22 +394,16 @@ def binding(plan, device, leaves):
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
 {includes}#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
 using torch::stable::Tensor;
 
-{chr(10).join(decls)}
-
-static void check(const Tensor& t, int64_t numel, const char* name) {{
-    // The kernels are specialized to the problem's shapes: refuse anything else instead of reading past it.
-    if (t.numel() != numel) throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) +
-                                                     " elements, got " + std::to_string(t.numel()));
-    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
-}}
-
+{BATCH_DECLARATION if batch else ""}{chr(10).join(decls)}
+{definitions}
 Tensor fused({params}) {{
-{checks}{get_stream}{chr(10).join(allocs)}
+{prologue}{checks}{get_stream}{chr(10).join(allocs)}
     return {plan.buffers[plan.output.name]};
 }}
 
@@ -415,17 +430,22 @@ def model_new(plan, leaves, problem_source, device):
     return model_new_source(plan.describe, preload, problem_source, params, checks, ", ".join(args))
 
 
-def workspace_files(plan, device, problem_source, block=256):
+def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=None):
+    """The files of PLAN at its own shapes; the binding reads the batch size from the first of the model's INPUTS
+    it takes (none: it keeps the problem's shapes, for REASON)."""
     writer = Writer(plan, device)
     plan.writer = writer
     source = writer.write()
     if device == "cuda":
         source = source.replace("#define BLOCK 256\n", f"#define BLOCK {block}\n", 1)
     leaves = _arguments(plan)
+    batch = next((n for n in leaves if n.kind == "input" and n.attrs["ref"] in inputs), None)
+    if inputs and batch is None:
+        raise Specialized("no input that scales with the batch reaches the kernels")
     name = "kernels/fused.cu" if device == "cuda" else "kernels/fused.cpp"
     files = {
         name: HEADER.format(describe=plan.describe) + source,
-        "binding.cpp": binding(plan, device, leaves),
+        "binding.cpp": binding(plan, device, leaves, batch, reason),
         "model_new.py": model_new(plan, leaves, problem_source, device),
     }
     for header in writer.headers:
