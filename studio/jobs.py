@@ -142,10 +142,12 @@ def run_episode(run_id):
     actions.finish_run(run_id, trajectory.to_json(), error=error)
 
 
-def package_version(version_id):
-    """Build the pip-installable package of a verified version on this worker; the web process only serves it."""
+def package_version(version_id, allow_specialized=False):
+    """Build the pip-installable package of a verified version on this worker; the web process only serves it. A
+    version specialised to the problem's shapes is refused unless ALLOW_SPECIALIZED (the user asked for it)."""
     from sandbox.errors import SandboxError
     from sandbox.package import package_solution
+    from sandbox.verdict import specialization
     from studio.models import KernelVersion
 
     version = KernelVersion.objects.select_related("problem").get(pk=version_id)
@@ -156,7 +158,12 @@ def package_version(version_id):
         workspace = write_files(Path(tmp) / "workspace", version.files)
         try:
             result = package_solution(
-                problem, workspace, out, name=f"ks-{version.problem.name}-v{version.pk}", verdict=version.verdict
+                problem,
+                workspace,
+                out,
+                name=f"ks-{version.problem.name}-v{version.pk}",
+                verdict=version.verdict,
+                allow_specialized=allow_specialized,
             )
         except SandboxError as exc:
             KernelVersion.objects.filter(pk=version_id).update(package_error=str(exc))
@@ -165,6 +172,7 @@ def package_version(version_id):
         "sdist": Path(result.sdist).name,
         "wheel": Path(result.wheel).name if result.wheel else None,
         "notes": list(result.notes),
+        "specialised": specialization(version.verdict),
     }
     KernelVersion.objects.filter(pk=version_id).update(package=package, package_error="")
     log.info("version %s packaged: %s", version_id, package)

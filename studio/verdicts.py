@@ -4,6 +4,7 @@ baselines at PyTorch's default and at matched precision, the reward and what it 
 from dataclasses import asdict, dataclass, field
 
 from sandbox.reward import meaning, schedule_of
+from sandbox.verdict import specialization
 
 FAILURES = {
     "compile_error": "did not compile",
@@ -61,6 +62,8 @@ class VerdictView:
     kernels: list = field(default_factory=list)
     profile_note: str = ""
     violations: list = field(default_factory=list)
+    # "specialised to the problem's shapes (fails at SHAPE)" where the solution was wrong at another size (issue 22)
+    specialised: str = ""
 
     @property
     def default_speedups(self):
@@ -187,6 +190,7 @@ def view(verdict):
         kernels=kernel_rows(profile),
         profile_note=profile.get("ncu_note", "") or profile.get("ncu_candidate_error", ""),
         violations=list(verdict.get("violations") or []),
+        specialised=specialization(verdict),
     )
 
 

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from sandbox.verdict import specialization
 from studio import actions, jobs, queues
 from studio.forms import ProblemUploadForm, RunForm
 from studio.models import KernelVersion, Problem, Run
@@ -206,21 +207,36 @@ def _version(request, pk):
     return get_object_or_404(versions, pk=pk)
 
 
+def _asks_specialised(request):
+    """Whether the user ticked "package it anyway" for a version specialised to the problem's shapes (issue 22)."""
+    return (request.POST or request.GET).get("allow_specialized") in ("on", "1", "true")
+
+
 @login_required
 def version_package(request, pk):
-    """POST: build the version's package on a worker. GET: where the build stands (polled by htmx)."""
+    """POST: build the version's package on a worker; a version specialised to the problem's shapes only when the user
+    asks for a specialised package (as `sandbox package --allow-specialized`). GET: where the build stands (polled)."""
     version = _version(request, pk)
+    specialised = specialization(version.verdict)
+    refused = ""
     if request.method == "POST" and not version.package:
-        device = version.run.device if version.run else version.problem.device
-        queues.enqueue("package", device, jobs.package_version, version.pk, owner_id=request.user.pk, timeout=1800)
-    return render(
-        request,
-        "studio/_package.html",
-        {
-            "version": version,
-            "building": request.method == "POST" or (not version.package and not version.package_error),
-        },
-    )
+        if specialised and not _asks_specialised(request):
+            refused = specialised
+        else:
+            if version.package_error:  # tried again: the last attempt's error no longer stands
+                KernelVersion.objects.filter(pk=version.pk).update(package_error="")
+                version.package_error = ""
+            device = version.run.device if version.run else version.problem.device
+            queues.enqueue(
+                "package",
+                device,
+                jobs.package_version,
+                version.pk,
+                bool(specialised),
+                owner_id=request.user.pk,
+                timeout=1800,
+            )
+    return render(request, "studio/_package.html", {"version": version, "refused": refused})
 
 
 @login_required
@@ -229,6 +245,15 @@ def version_package_file(request, pk, filename):
     package = version.package or {}
     if filename not in (package.get("sdist"), package.get("wheel")):
         raise Http404("no such file in this version's package")
+    specialised = specialization(version.verdict)
+    if specialised and not package.get("specialised") and not _asks_specialised(request):
+        # A package built before the rule (issue 22): its own notes do not say it, so the download asks first.
+        return HttpResponse(
+            f"This version is {specialised}: its package only accepts the problem's shapes. "
+            f"Add ?allow_specialized=1 to download it anyway.",
+            status=409,
+            content_type="text/plain",
+        )
     return FileResponse(
         open(settings.KS_PACKAGES_DIR / str(version.pk) / filename, "rb"), as_attachment=True, filename=filename
     )

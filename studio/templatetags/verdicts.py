@@ -1,8 +1,10 @@
-"""`{% verdict_panel verdict %}`: a verdict shown answer first (studio.verdicts), with its speedup bars."""
+"""`{% verdict_panel verdict %}`: a verdict shown answer first (studio.verdicts), with its speedup bars; `|specialised`:
+the sentence for a verdict whose solution only works at the problem's shapes (issue 22), '' otherwise."""
 
 from django import template
 
 from studio.charts import speedup_bars
+from sandbox.verdict import specialization
 from studio.verdicts import view
 
 register = template.Library()
@@ -19,3 +21,9 @@ def verdict_panel(verdict, title="Verdict", panel_id="", empty="Not evaluated ye
         "empty": empty,
         "bars": speedup_bars(shown.speedups) if shown else "",
     }
+
+
+@register.filter
+def specialised(verdict):
+    """VERDICT is a verdict's JSON dict (or None)."""
+    return specialization(verdict)
