@@ -23,9 +23,12 @@ def result(
     compiled_ms=1.0,
     verdict=True,
     schedule="paper",
+    eager_tf32=None,
+    compiled_tf32=None,
 ):
-    """An EpisodeResult with a verdict of the given speedups (None: that baseline was not measured), rewarded
-    under SCHEDULE (None: a verdict stored before verdicts named their schedule, which used the milestones)."""
+    """An EpisodeResult with a verdict of the given speedups (None: that baseline was not measured; the TF32-matched
+    ones, as in verdicts from before they existed), rewarded under SCHEDULE (None: a verdict stored before verdicts
+    named their schedule, which used the milestones)."""
     if not verdict:
         return EpisodeResult(
             arm="strict",
@@ -49,6 +52,10 @@ def result(
         "speedup_vs_eager": eager if correct else None,
         "speedup_vs_compiled": compiled if correct else None,
     }
+    for baseline, speedup in (("eager_tf32", eager_tf32), ("compiled_tf32", compiled_tf32)):
+        if speedup is not None:
+            v[f"{baseline}_ms"] = speedup * 0.1
+            v[f"speedup_vs_{baseline}"] = speedup if correct else None
     if schedule:
         v["reward_schedule"] = schedule
     return EpisodeResult(
@@ -171,16 +178,55 @@ def test_rewards_of_stored_milestone_verdicts_are_counted_apart_never_added_to_t
     assert m["eager"]["fast_p"]["1.0"] == pytest.approx(2 / 5)
 
 
+def _report(*arms):
+    """metrics.md of ARMS ({arm: [EpisodeResult]}) as the report writer makes it."""
+    return markdown(
+        {
+            "evaluation": {"policy": "heuristic", "device": "cuda"},
+            "generated_at": "now",
+            "conventions": "c",
+            "reference": {"label": "paper", "levels": {}, "overall": {}},
+            "arms": {arm: compute(results) for arm, results in arms},
+        }
+    )
+
+
 def test_the_report_names_each_schedule_and_what_its_levels_mean():
-    data = {
-        "evaluation": {"policy": "heuristic", "device": "cpu"},
-        "generated_at": "now",
-        "conventions": "c",
-        "reference": {"label": "paper", "levels": {}, "overall": {}},
-        "arms": {"strict": compute([result(eager=2.0, compiled=2.0), result(eager=2.0, compiled=2.0, schedule=None)])},
-    }
-    text = markdown(data)
+    text = _report(("strict", [result(eager=2.0, compiled=2.0), result(eager=2.0, compiled=2.0, schedule=None)]))
     assert "3.00 (milestone) / 3.00 (paper)" in text
     assert "Rewards under the `paper` schedule:" in text and "Rewards under the `milestone` schedule:" in text
     assert "3 (more than 5% faster than eager and torch.compile)" in text
     assert "3 (faster than both by at least 5%)" in text and "0 (correct)" in text
+
+
+def test_the_report_shows_speedups_against_pytorchs_defaults_and_precision_matched_baselines_labelled():
+    # A TF32 GEMM: 6x against PyTorch's full-FP32 default, barely faster once the baselines may use TF32 too.
+    text = _report(
+        (
+            "strict",
+            [
+                result(eager=6.0, compiled=5.0, eager_tf32=1.2, compiled_tf32=1.1),
+                result(eager=6.0, compiled=5.0, eager_tf32=0.8, compiled_tf32=0.9),
+            ],
+        )
+    )
+    assert (
+        "| fast_1 vs eager (default) | fast_1 vs compile (default) | geomean vs eager, default (correct / all) | "
+        "geomean vs compile, default (correct / all) | geomean vs eager, TF32-matched (correct / all) | "
+        "geomean vs compile, TF32-matched (correct / all) |"
+    ) in text
+    assert "| level 1 | 2 | 2 (100.0%) | 100.0% | 100.0% | 6.00x / 6.00x | 5.00x / 5.00x | 0.98x / 0.98x |" in text
+    assert "| level 1 | eager (TF32-matched) | 50.0% | 0.0% |" in text
+    assert "| level 1 | torch.compile (default) | 100.0% | 100.0% | 100.0% | 100.0% | 100.0% |" in text
+    assert "*TF32-matched*: TF32 allowed for matmuls and convolutions alike" in text
+
+
+def test_results_without_precision_matched_baselines_say_not_measured_rather_than_dropping_the_column():
+    text = _report(("strict", [result(eager=2.0, compiled=1.5)]), ("relaxed", [result(eager=2.0, compiled=1.5)]))
+    assert (
+        "| level 1 | 1 | 1 (100.0%) | 100.0% | 100.0% | 2.00x / 2.00x | 1.50x / 1.50x | not measured | not measured |"
+        in text
+    )
+    assert "| level 1 | eager (TF32-matched) | not measured | not measured |" in text
+    assert "| level 1 | geomean vs torch.compile, TF32-matched (correct) | not measured | not measured |" in text
+    assert "| level 1 | geomean vs eager, default (correct) | 2.00x | 2.00x |" in text

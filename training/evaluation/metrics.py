@@ -1,11 +1,14 @@
 """The field's metrics over episode results: correct rate, fast_p against eager and torch.compile, geometric-mean
-speedups, the reward distribution, mean turns and wall time; per level and overall.
+speedups, the reward distribution, mean turns and wall time; per level and overall. Speedups are counted against the
+baselines at PyTorch's defaults (eager, compiled: the reward's basis, as in the paper) and against the precision-matched
+ones with TF32 allowed (eager_tf32, compiled_tf32: issue 17), which verdicts carry on CUDA since 2026-11-25.
 
 Conventions (KernelBench's fast_p): a problem counts as faster than a baseline at p only when it is correct and
 its speedup is strictly greater than p, so a tie at exactly 1.0 is not faster. Shares are over every evaluated
 problem, failures included. A correct result whose baseline was not measured (torch.compile skipped or failed)
 counts as not faster, is left out of the geometric mean over correct problems, and counts as 1.0 in the mean
-over all; a metric with no measured baseline in its group at all is None ("not measured"), not 0.
+over all; a metric with no measured baseline in its group at all is None ("not measured"), not 0: so are the
+precision-matched (TF32) metrics of results from before verdicts carried those baselines, and of the CPU target.
 
 Rewards are counted per schedule, never added across them: the paper's (-1 failed, 1 correct, 2 more than 5% faster
 than eager, 3 than both; the default since 2026-11-26) and the milestones of older verdicts (-1 failed, 0 correct,
@@ -19,7 +22,7 @@ from collections import Counter
 
 from sandbox.reward import DEFAULT_SCHEDULE, MEANINGS, schedule_of
 
-BASELINES = ("eager", "compiled")
+BASELINES = ("eager", "compiled", "eager_tf32", "compiled_tf32")
 P_VALUES = (1.0, 1.25, 1.5, 2.0, 3.0)
 
 

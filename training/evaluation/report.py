@@ -1,5 +1,6 @@
 """The evaluation's report: DIR/metrics.json and DIR/metrics.md (per level and overall, each arm side by side),
-with the CUDA Agent paper's published numbers as a labelled reference row."""
+speedups against PyTorch's defaults and against precision-matched (TF32) baselines in labelled columns, with the CUDA
+Agent paper's published numbers as a labelled reference row."""
 
 import json
 from datetime import datetime, timezone
@@ -14,6 +15,21 @@ PAPER = {
     "overall": {"correct_rate": 0.988},
 }
 DASH = "—"
+NOT_MEASURED = "not measured"
+# (metrics key, label): every baseline a speedup is counted against, PyTorch's defaults first (the reward's basis).
+BASELINES = (
+    ("eager", "eager (default)"),
+    ("compiled", "torch.compile (default)"),
+    ("eager_tf32", "eager (TF32-matched)"),
+    ("compiled_tf32", "torch.compile (TF32-matched)"),
+)
+PRECISIONS = (
+    "Speedups are against baselines at PyTorch's defaults (*default*: full-FP32 matmuls, cuDNN convolutions in TF32 "
+    "as PyTorch ships them; the reward's basis, as in the paper) and against precision-matched ones (*TF32-matched*: "
+    "TF32 allowed for matmuls and convolutions alike, measured on CUDA), where what a kernel gains from precision "
+    f'alone no longer counts. "{NOT_MEASURED}": the results carry no such baseline (verdicts from before the '
+    "precision-matched baselines, or the CPU target)."
+)
 
 
 def build(folder):
@@ -41,6 +57,20 @@ def _num(value, digits=2):
     return DASH if value is None else f"{value:.{digits}f}"
 
 
+def _baseline(m, baseline, show):
+    """SHOW(the group's metrics of BASELINE), or "not measured" where no result of the group carries that baseline."""
+    b = (m or {}).get(baseline)
+    return show(b) if b and b.get("measured") else NOT_MEASURED
+
+
+def _fast_1(m, baseline):
+    return _baseline(m, baseline, lambda b: _pct(b["fast_p"]["1.0"]))
+
+
+def _geomeans(m, baseline):
+    return _baseline(m, baseline, lambda b: f"{_x(b['geomean_correct'])} / {_x(b['geomean_all'])}")
+
+
 def _mean_reward(m):
     """The mean reward with its schedule named ("1.85 (paper)"); one per schedule where verdicts used several."""
     rewards = m.get("rewards") or {}
@@ -54,18 +84,17 @@ def _rows(data):
 
 def _headline(arm_data):
     lines = [
-        "| level | problems | correct | fast_1 vs eager | fast_1 vs compile | geomean vs eager "
-        "(correct / all) | geomean vs compile (correct / all) | mean reward | mean turns | mean wall |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| level | problems | correct | fast_1 vs eager (default) | fast_1 vs compile (default) | geomean vs eager, "
+        "default (correct / all) | geomean vs compile, default (correct / all) | geomean vs eager, TF32-matched "
+        "(correct / all) | geomean vs compile, TF32-matched (correct / all) | mean reward | mean turns | mean wall |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, m in _rows(arm_data):
-        e, c = m["eager"], m["compiled"]
         lines.append(
             f"| {name} | {m['problems']} | {m['correct']} ({_pct(m['correct_rate'])}) | "
-            f"{_pct(e['fast_p']['1.0'])} | {_pct(c['fast_p']['1.0'])} | "
-            f"{_x(e['geomean_correct'])} / {_x(e['geomean_all'])} | "
-            f"{_x(c['geomean_correct'])} / {_x(c['geomean_all'])} | {_mean_reward(m)} | "
-            f"{_num(m['mean_turns'], 1)} | {_num(m['mean_wall_s'], 0)} s |"
+            f"{_fast_1(m, 'eager')} | {_fast_1(m, 'compiled')} | "
+            + " | ".join(_geomeans(m, b) for b in ("eager", "compiled", "eager_tf32", "compiled_tf32"))
+            + f" | {_mean_reward(m)} | {_num(m['mean_turns'], 1)} | {_num(m['mean_wall_s'], 0)} s |"
         )
     return lines
 
@@ -105,8 +134,9 @@ def _fast_p(arm_data):
         "| --- | --- |" + " ---: |" * len(ps),
     ]
     for name, m in _rows(arm_data):
-        for baseline, label in (("eager", "eager"), ("compiled", "torch.compile")):
-            lines.append(f"| {name} | {label} | " + " | ".join(_pct(m[baseline]["fast_p"][str(p)]) for p in ps) + " |")
+        for baseline, label in BASELINES:
+            cells = [_baseline(m, baseline, lambda b, p=p: _pct(b["fast_p"][str(p)])) for p in ps]
+            lines.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -140,10 +170,21 @@ def _rewards(arm_data):
 
 COMPARED = (
     ("correct rate", lambda m: _pct(m["correct_rate"])),
-    ("fast_1 vs eager", lambda m: _pct(m["eager"]["fast_p"]["1.0"])),
-    ("fast_1 vs torch.compile", lambda m: _pct(m["compiled"]["fast_p"]["1.0"])),
-    ("geomean vs eager (correct)", lambda m: _x(m["eager"]["geomean_correct"])),
-    ("geomean vs torch.compile (correct)", lambda m: _x(m["compiled"]["geomean_correct"])),
+    ("fast_1 vs eager (default)", lambda m: _fast_1(m, "eager")),
+    ("fast_1 vs torch.compile (default)", lambda m: _fast_1(m, "compiled")),
+    ("geomean vs eager, default (correct)", lambda m: _baseline(m, "eager", lambda b: _x(b["geomean_correct"]))),
+    (
+        "geomean vs torch.compile, default (correct)",
+        lambda m: _baseline(m, "compiled", lambda b: _x(b["geomean_correct"])),
+    ),
+    (
+        "geomean vs eager, TF32-matched (correct)",
+        lambda m: _baseline(m, "eager_tf32", lambda b: _x(b["geomean_correct"])),
+    ),
+    (
+        "geomean vs torch.compile, TF32-matched (correct)",
+        lambda m: _baseline(m, "compiled_tf32", lambda b: _x(b["geomean_correct"])),
+    ),
     ("mean reward", _mean_reward),
 )
 
@@ -178,6 +219,7 @@ def markdown(data):
         f"at most {spec.get('max_turns')} turns per episode.",
         "",
     ]
+    lines += [PRECISIONS, ""]
     if len(data["arms"]) > 1:
         lines += ["## Sandbox settings side by side", ""] + _comparison(data) + [""]
     for arm, arm_data in data["arms"].items():

@@ -39,7 +39,8 @@ class EpisodeResult:
         return self.verdict.get("reward", -1) if self.verdict else -1
 
     def speedup(self, baseline):
-        """Speedup of a correct result over BASELINE ('eager' or 'compiled'); None if failed or not measured."""
+        """Speedup of a correct result over BASELINE ('eager', 'compiled', or either with '_tf32' for the
+        precision-matched one); None if failed or not measured."""
         return self.verdict.get(f"speedup_vs_{baseline}") if self.correct else None
 
     def to_json(self):
