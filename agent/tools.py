@@ -6,6 +6,7 @@ failed build, a wrong kernel): the observation says what happened and what to do
 
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -14,11 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sandbox
+from sandbox import warm_pool
 from sandbox.errors import BuildError, InvalidSolution
 from sandbox.isolation import Jail
 
+from agent import warm_analysis
 from agent.context import truncate
 from agent.workspace import MAX_FILE_BYTES, PathOutsideWorkspace, write_files
+
+log = logging.getLogger(__name__)
 
 
 def _tool(name, description, properties=None, required=()):
@@ -248,14 +253,31 @@ class Tools:
     # -- shell ------------------------------------------------------------------------------------------------
     def tool_bash(self, command, timeout=None):
         timeout = max(1.0, min(float(timeout or self.bash_timeout_s), 600.0))
-        with Jail("bash", self.ws.device, uid_slot=2) as jail:
-            copy = jail.give(self.ws.root, "workspace")
-            exit = jail.run(["bash", "-c", "cd workspace || exit 1\n" + command], timeout)
-            changed = sync_back(copy, self.ws.root)
+        warm = self._warm_bash(command, timeout)
+        if warm is not None:
+            exit, changed = warm
+        else:
+            with Jail("bash", self.ws.device, uid_slot=2) as jail:
+                copy = jail.give(self.ws.root, "workspace")
+                exit = jail.run(["bash", "-c", "cd workspace || exit 1\n" + command], timeout)
+                changed = sync_back(copy, self.ws.root)
         killed = exit.timed_out or exit.memory_exceeded or exit.signal
         status = exit.describe() if killed else f"exit code {exit.returncode}"
         note = f"\n[files changed: {', '.join(changed[:20])}{' ...' if len(changed) > 20 else ''}]" if changed else ""
         return Result(f"{status}\n{truncate(exit.output, self.observation_chars - 300, 'filter the output')}{note}")
+
+    def _warm_bash(self, command, timeout):
+        """(exit, files changed) of COMMAND run by the worker's warm pool, when it is the heuristic's analysis and a
+        pool serves this worker; None when it runs in bash as any other command (the pool says why in the log)."""
+        args = warm_analysis.arguments(command)
+        if args is None or not warm_pool.socket_path():
+            return None
+        try:
+            with warm_pool.run(self.ws.device, self.ws.root, "workspace", "workspace", args, timeout) as (exit, copy):
+                return exit, sync_back(copy, self.ws.root)
+        except warm_pool.Unavailable as exc:
+            log.warning("%s: the analysis runs in a fresh jail: %s", self.ws.root, exc)
+            return None
 
     # -- sandbox stages ---------------------------------------------------------------------------------------
     def tool_compile(self):

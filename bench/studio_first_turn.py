@@ -46,13 +46,32 @@ def _problem(database_url, owner):
 
 
 def _first_turn(database_url, run_id):
+    """The first turn's payload and the wall-clock stamps (ms since the epoch) of the run's way to it: stored by the
+    web, picked up by a worker (RQ's started_at), running (the episode began), the first turn stored."""
     import psycopg
+    from rq.job import Job
+
+    from studio.queues import connection
 
     with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as conn:
-        row = conn.execute(
-            "SELECT payload FROM studio_runevent WHERE run_id = %s AND kind = 'turn' ORDER BY seq LIMIT 1", [run_id]
+        run = conn.execute(
+            "SELECT extract(epoch FROM created_at) * 1000, extract(epoch FROM started_at) * 1000, job_id "
+            "FROM studio_run WHERE id = %s",
+            [run_id],
         ).fetchone()
-    return row[0] if row else {}
+        turn = conn.execute(
+            "SELECT payload, extract(epoch FROM created_at) * 1000 FROM studio_runevent "
+            "WHERE run_id = %s AND kind = 'turn' ORDER BY seq LIMIT 1",
+            [run_id],
+        ).fetchone()
+    job = Job.fetch(run[2], connection=connection())
+    stamps = {
+        "stored": float(run[0]),
+        "picked_up": job.started_at.timestamp() * 1000 if job.started_at else None,
+        "running": float(run[1]),
+        "turn_stored": float(turn[1]),
+    }
+    return turn[0], stamps
 
 
 def measure(runs, turns=2):
@@ -79,7 +98,7 @@ def measure(runs, turns=2):
                 "() => performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd"
             )
             run_id = int(page.url.rsplit("/", 1)[1])
-            turn = _first_turn(studio.database_url, run_id)
+            turn, stamps = _first_turn(studio.database_url, run_id)
             page.wait_for_function(
                 "() => !['queued', 'running'].includes(document.getElementById('run-status').textContent)"
             )
@@ -88,6 +107,15 @@ def measure(runs, turns=2):
                     {
                         "first_turn_ms": shown - start,
                         "page_ms": loaded - start,
+                        # Each step from the one before: the web stored the run; a worker picked its job up; the
+                        # job began its episode; the first turn was stored; its card was shown.
+                        "steps_ms": {
+                            "web": stamps["stored"] - start,
+                            "queue": (stamps["picked_up"] or stamps["stored"]) - stamps["stored"],
+                            "job start": stamps["running"] - (stamps["picked_up"] or stamps["stored"]),
+                            "turn": stamps["turn_stored"] - stamps["running"],
+                            "stream": shown - stamps["turn_stored"],
+                        },
                         "policy_s": turn.get("policy_s"),
                         "tools_s": turn.get("tools_s"),
                     }
@@ -116,6 +144,7 @@ def main(argv):
             f"  first turn {row['first_turn_ms']:7.0f} ms · run page loaded {row['page_ms']:5.0f} ms · "
             f"turn 1: policy {row['policy_s']:.2f} s, tools {row['tools_s']:.2f} s"
         )
+        print("    " + " · ".join(f"{name} {ms:.0f} ms" for name, ms in row["steps_ms"].items()))
     first = [r["first_turn_ms"] for r in rows]
     print(
         f"median {percentile(first, 50):.0f} ms, max {max(first):.0f} ms; target <= 2000 ms: "

@@ -170,6 +170,54 @@ class Exit:
         return f"exited with code {self.returncode}"
 
 
+def environment(private, device, extra=None):
+    """The environment of a process jailed with PRIVATE as its folder on DEVICE, EXTRA added."""
+    home = str(private)
+    env = {
+        # `python` in a jailed shell is the harness's own interpreter (with torch), venv or not.
+        "PATH": os.pathsep.join(
+            [os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]
+        ),
+        # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
+        "USER": "ks-sandbox",
+        "LOGNAME": "ks-sandbox",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(jailfs.PACKAGE_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "XDG_CACHE_HOME": f"{home}/.cache",
+        "CUDA_CACHE_PATH": f"{home}/.nv",
+        "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions",
+        "TRITON_CACHE_DIR": f"{home}/.triton",
+        "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor",
+        "MAX_JOBS": str(settings.MAX_JOBS),
+        "OMP_NUM_THREADS": str(settings.CPU_THREADS),
+        "KS_CPU_THREADS": str(settings.CPU_THREADS),
+        "KS_DEVICE": device,
+        # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it;
+        # inside the jail only what the evaluation exposes of it exists.
+        "KS_CACHE_DIR": str(settings.cache_dir()),
+    }
+    for name in (
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "LD_LIBRARY_PATH",
+        "TORCH_CUDA_ARCH_LIST",
+        "CXX",
+        "CC",
+        "OPENBLAS_CORETYPE",
+        "OPENBLAS_L2_SIZE",
+        "KS_CACHE_DIR",
+    ):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(extra or {})
+    return env
+
+
 UID_RANGE = 30000  # jail uids are UID_BASE .. UID_BASE + UID_RANGE - 1
 
 
@@ -254,50 +302,7 @@ class Jail:
         os.chown(target, self.uid, self.uid)
 
     def environment(self, extra=None):
-        home = str(self.private)
-        env = {
-            # `python` in a jailed shell is the harness's own interpreter (with torch), venv or not.
-            "PATH": os.pathsep.join(
-                [os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")]
-            ),
-            # The jailed uid has no passwd entry; getpass.getuser() (inductor's cache) reads these first.
-            "USER": "ks-sandbox",
-            "LOGNAME": "ks-sandbox",
-            "HOME": home,
-            "TMPDIR": home,
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": str(jailfs.PACKAGE_ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
-            "XDG_CACHE_HOME": f"{home}/.cache",
-            "CUDA_CACHE_PATH": f"{home}/.nv",
-            "TORCH_EXTENSIONS_DIR": f"{home}/torch_extensions",
-            "TRITON_CACHE_DIR": f"{home}/.triton",
-            "TORCHINDUCTOR_CACHE_DIR": f"{home}/.inductor",
-            "MAX_JOBS": str(settings.MAX_JOBS),
-            "OMP_NUM_THREADS": str(settings.CPU_THREADS),
-            "KS_CPU_THREADS": str(settings.CPU_THREADS),
-            "KS_DEVICE": self.device,
-            # The worker's cache is the harness's (baselines, the timing lock), whatever HOME the jail gives it;
-            # inside the jail only what the evaluation exposes of it exists.
-            "KS_CACHE_DIR": str(settings.cache_dir()),
-        }
-        for name in (
-            "CUDA_VISIBLE_DEVICES",
-            "CUDA_HOME",
-            "CUDA_PATH",
-            "LD_LIBRARY_PATH",
-            "TORCH_CUDA_ARCH_LIST",
-            "CXX",
-            "CC",
-            "OPENBLAS_CORETYPE",
-            "OPENBLAS_L2_SIZE",
-            "KS_CACHE_DIR",
-        ):
-            if name in os.environ:
-                env[name] = os.environ[name]
-        env.update(extra or {})
-        return env
+        return environment(self.private, self.device, extra)
 
     def _leaf(self):
         try:

@@ -54,3 +54,11 @@ LOG_LIMIT = _int("KS_SANDBOX_LOG_LIMIT", 20000)
 # Compiler parallelism per evaluation (ninja uses every core otherwise: PITFALLS.md).
 MAX_JOBS = _int("MAX_JOBS", max(1, min(8, os.cpu_count() or 1)))
 CPU_THREADS = _int("KS_CPU_THREADS", max(1, min(4, os.cpu_count() or 1)))
+# load_inline's `.cu` sources built as kernels apart from torch's headers where they split (sandbox.native.cuda_split).
+SPLIT_CUDA = _bool("KS_INLINE_SPLIT_CUDA", True)
+
+# The warm pool of jailed analysis processes (sandbox.warm_pool) that a studio worker keeps for the heuristic's first
+# turn: processes per device, each with torch imported and its first-call costs paid, used once; 0 turns it off.
+WARM_POOL = _int("KS_WARM_POOL", 1)
+# How long a request waits for a pooled process that is still warming before it runs the usual way.
+WARM_POOL_WAIT_S = _float("KS_WARM_POOL_WAIT", 10.0)
