@@ -91,6 +91,7 @@ class ExtensionBuild:
     cached: bool = False
     pch: bool = False
     reason: str = ""
+    split: bool = False  # its .cu built as kernels apart from torch's headers (sandbox.native.cuda_split)
 
     def to_json(self):
         return asdict(self)
@@ -281,8 +282,10 @@ def _build(name, files, options):
         module_name = _versioned(name, key)
         ninja = _torch_ninja(scratch, module_name, sources, options, with_cuda)
         library = _library_path(_digest(key, module_name), module_name)
-        cached, pch = library.exists(), False
-        if not cached:
+        cached, pch, split = library.exists(), False, False
+        if not cached and with_cuda and settings.SPLIT_CUDA:
+            split = pch = _build_split(scratch, module_name, sources, texts, options, library)
+        if not cached and not split:
             ninja, pch, why = _with_pch(ninja, [s for s in sources if _opens_with_torch_extension(texts[str(s)])])
             if why:
                 log.info("extension %r is compiled without the precompiled torch header: %s", module_name, why)
@@ -300,8 +303,60 @@ def _build(name, files, options):
     seconds = round(time.perf_counter() - t0, 3)
     if not cached:
         print(f"{BUILT} '{module_name}' in {seconds:.1f} s", file=sys.stderr, flush=True)
-    BUILDS.append(ExtensionBuild(module_name, "native", seconds, cached, pch).to_json())
+    BUILDS.append(ExtensionBuild(module_name, "native", seconds, cached, pch, split=split).to_json())
     return module
+
+
+def _build_split(scratch, name, sources, texts, options, library):
+    """Build NAME with each `.cu` split into its kernels and its torch code (sandbox.native.cuda_split), the C++
+    through the precompiled torch header; whether it was built (into LIBRARY). Anything that does not split, or a
+    split that does not compile, is left to the whole build, whose errors are the solution's own."""
+    from sandbox.native.cuda_split import Unsplittable, split
+
+    ce = _torch()
+    folder = scratch / "split"
+    folder.mkdir()
+    parts, new = [], []
+    try:
+        for source in sources:
+            if not ce._is_cuda_file(str(source)):
+                new.append(source)
+                continue
+            device, host = split(texts[str(source)])
+            stem = f"{len(parts)}_{source.stem}"
+            (folder / f"{stem}.kernels.cu").write_text(device)
+            (folder / f"{stem}.host.cpp").write_text(host)
+            new += [folder / f"{stem}.kernels.cu", folder / f"{stem}.host.cpp"]
+            parts.append(folder / f"{stem}.host.cpp")
+    except Unsplittable as why:
+        log.info("extension %r: its CUDA source is built whole: %s", name, why)
+        return False
+    if not parts:
+        return False
+    # The split units sit in a folder of their own: a user's file's own folder stays on the include path.
+    extra = list(options.get("extra_include_paths") or []) + sorted({str(s.parent) for s in sources})
+    ninja = _torch_ninja(folder, name, new, {**options, "extra_include_paths": extra}, True)
+    eligible = parts + [s for s in new if not s.suffix == ".cu" and _opens_with_torch_extension(s.read_text())]
+    ninja, pch, why = _with_pch(ninja, eligible)
+    if not pch:
+        log.info("extension %r: no split build without the precompiled torch header (%s)", name, why)
+        return False
+    (folder / "build.ninja").write_text(ninja)
+    print(
+        f"{BUILDING} '{name}' (kernels apart from torch's headers, C++ through the precompiled header)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        _run_ninja(folder, name, False)
+    except RuntimeError as exc:
+        log.info("extension %r: the split build failed, building it whole: %s", name, str(exc)[-2000:])
+        print(
+            f"{BUILDING} '{name}': the split build failed, building the CUDA source whole", file=sys.stderr, flush=True
+        )
+        return False
+    store(folder / f"{name}{ce.LIB_EXT}", library)
+    return True
 
 
 def _call(function, **kwargs):
