@@ -38,7 +38,8 @@ def run_module(module, args, cwd):
         print(exc.code, file=sys.stderr)
         return 1
     except BaseException as exc:  # noqa: BLE001 -- printed as the interpreter prints an uncaught exception
-        sys.excepthook(type(exc), exc, exc.__traceback__.tb_next)
+        exc.with_traceback(exc.__traceback__.tb_next)  # the display takes the exception's own traceback
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         return 1
     return 0
 
