@@ -250,7 +250,8 @@ class Pool:
 
     # -- on request threads
     def lease(self, device, signature):
-        """A ready process of DEVICE whose jail has SIGNATURE, waiting up to wait_s for one that is warming."""
+        """A ready process of DEVICE whose jail has SIGNATURE, waiting up to wait_s for one to warm (one warming, or
+        one about to start: at the pool's start, after a use)."""
         if device not in self.devices:
             raise Unavailable(f"the warm pool serves {', '.join(self.devices)}, not {device}")
         deadline = time.monotonic() + self.wait_s
@@ -267,11 +268,17 @@ class Pool:
                         "the warm pool's jails differ from this caller's (its environment or sandbox settings "
                         "changed since the pool started): restart the worker to warm jails like this one"
                     )
-                left = deadline - time.monotonic()
-                if not alike or left <= 0:
-                    why = "is warming" if alike else "is running (the last ones died or are being replaced)"
-                    raise Unavailable(f"no warm {device} process is ready (none {why}) after {self.wait_s:.0f} s")
-                self.changed.wait(left)
+                now = time.monotonic()
+                if not alike and now < self.not_before[device]:
+                    raise Unavailable(
+                        f"no warm {device} process: the last one died (see the pool's log); the next starts in "
+                        f"{self.not_before[device] - now:.0f} s"
+                    )
+                if now >= deadline:
+                    raise Unavailable(
+                        f"no warm {device} process was ready within {self.wait_s:.0f} s (KS_WARM_POOL_WAIT)"
+                    )
+                self.changed.wait(deadline - now)
 
     def serve(self, conn):
         """One request on CONN: lease, copy, run, reply, wait for the caller's done, close the jail; or the status."""

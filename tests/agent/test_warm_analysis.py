@@ -128,7 +128,10 @@ def test_a_dead_pooled_process_is_logged_and_the_episode_goes_on_in_a_fresh_jail
         daemon.stop()
     (warning,) = [r.getMessage() for r in caplog.records]
     assert "the analysis runs in a fresh jail" in warning
-    assert f"the warm cpu process {process['pid']} had died before use" in warning or "no warm cpu process" in warning
+    assert (
+        f"the warm cpu process {process['pid']} had died before use" in warning
+        or "no warm cpu process: the last one died" in warning
+    )
     observation = trajectory.turns[0].tool_calls[0].observation
     assert observation.startswith("exit code 0") and "ANALYSIS " in observation
     # The policy read the analysis: its next action writes the kernel.
