@@ -7,6 +7,7 @@ lines of CHUNK characters that the policy reads back a few lines per read_file c
 """
 
 import contextlib
+import copy
 import io
 import json
 import logging
@@ -120,7 +121,9 @@ def _analysis(module, model, inputs, group=(), size=None):
 
     aten = capture(model, inputs, build_fake)
     try:
-        result = _fx_analysis(model, inputs)
+        # A copy: tracing adds the constants it meets to the module (_tensor_constant0, 1, ...), and each batch
+        # size's trace must name them alike.
+        result = _fx_analysis(copy.deepcopy(model), inputs)
     except Exception as exc:  # noqa: BLE001 -- reported to the policy as the reason it cannot plan
         reason = f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}"
         if not aten["ok"]:

@@ -6,9 +6,14 @@ analysed at its own batch size B0 and at 2*B0 and 3*B0 (the inputs the sandbox s
 sharing the first one's, else the first alone). Every number of the analysis that changes must be a*B + c with
 integers a and c (checked on the third size): the analysis keeps those fits, and any batch size's analysis is
 rebuilt from them. The sources are then written at the three sizes; where they differ only in numbers, each such
-number, fitted the same way, becomes a C expression of `ks_batch`, the batch the binding reads from the input. Any
-other difference (a decision of the planner that depends on the batch) keeps the problem's sizes, and says why: the
-sandbox then reports the solution as specialized, honestly.
+number, fitted the same way, becomes a C expression of `ks_batch`, the batch the binding reads from the input (a
+batch norm's unbiased correction n / (n - 1) is recognized as such, n affine). Any other difference (a decision of
+the planner that depends on the batch) keeps the problem's sizes, and says why: the sandbox then reports the
+solution as specialized, honestly.
+
+At run time the kernels' file holds `ks_batch`, which the binding sets under a lock before its calls; CUDA kernels
+take it as a parameter of each launch (device code cannot read a host variable). The problem's sizes stay the fast
+path: the tile and vectorization choices are the ones made for them, checked at run time where they depend on size.
 """
 
 import copy
@@ -53,6 +58,24 @@ def fit(values, sizes):
     return int(a), int(c)
 
 
+def ratio(count):
+    """n / (n - 1): the unbiased variance's correction of a batch norm's statistics over COUNT elements."""
+    return count / (count - 1)
+
+
+def fit_ratio(values, sizes):
+    """(a, c) with value = ratio(a * size + c) exactly, for every pair; None when there is none."""
+    counts = []
+    for v in values:
+        if not v > 1.0:
+            return None
+        count = round(v / (v - 1.0))
+        if count < 2 or ratio(count) != v:
+            return None
+        counts.append(count)
+    return fit(counts, sizes)
+
+
 def affine_leaves(base, others, sizes):
     """[[path, a, c], ...] for each integer of BASE (analysed at sizes[0]) that differs in OTHERS (the same analysis
     at sizes[1:]); Specialized when their structure differs or a number is not affine in the batch."""
@@ -70,38 +93,57 @@ def affine_leaves(base, others, sizes):
                 raise Specialized(f"the graph at another batch size differs at {'/'.join(map(str, path))}")
             for i in range(len(first)):
                 walk(path + [i], [v[i] for v in values])
-        elif any(v != first or type(v) is not type(first) for v in values):
+        elif any(not _same(v, first) for v in values):
+            where = "/".join(map(str, path))
+            if all(isinstance(v, float) for v in values):
+                coefficients = fit_ratio(values, sizes)
+                if coefficients is None:
+                    raise Specialized(f"{where} changes with the batch size: {values}")
+                found.append([path, *coefficients, "ratio"])
+                return
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-                raise Specialized(f"{'/'.join(map(str, path))} changes with the batch size: {values}")
+                raise Specialized(f"{where} changes with the batch size: {values}")
             coefficients = fit(values, sizes)
             if coefficients is None:
-                raise Specialized(f"{'/'.join(map(str, path))} is not affine in the batch size: {values} at {sizes}")
+                raise Specialized(f"{where} is not affine in the batch size: {values} at {sizes}")
             found.append([path, *coefficients])
 
     walk([], [base, *others])
     return found
 
 
+def _same(a, b):
+    return type(a) is type(b) and (a == b or a != a and b != b)  # NaN is the same NaN at every batch size
+
+
 def at_batch(analysis, size):
     """ANALYSIS (with its "batch" fits) rebuilt at batch SIZE."""
     out = copy.deepcopy(analysis)
     batch = out.pop("batch")
-    for path, a, c in batch["affine"]:
+    for path, a, c, *form in batch["affine"]:
         parent = out
         for key in path[:-1]:
             parent = parent[key]
-        parent[path[-1]] = a * size + c
+        parent[path[-1]] = ratio(a * size + c) if form else a * size + c
     return out
 
 
 # -- the sources at several batch sizes ---------------------------------------------------------------------------
+def _affine(a, c):
+    term = SYMBOL if a == 1 else f"{SYMBOL} * {a}LL"
+    return term if c == 0 else f"{term} {'+' if c > 0 else '-'} {abs(c)}LL"
+
+
 def _expression(values, sizes, suffix):
     coefficients = fit([Fraction(v.rstrip(".")) for v in values], sizes)
     if coefficients is None:
-        raise Specialized(f"a size in the kernels is not affine in the batch size: {values} at {sizes}")
-    a, c = coefficients
-    term = SYMBOL if a == 1 else f"{SYMBOL} * {a}LL"
-    expr = term if c == 0 else f"{term} {'+' if c > 0 else '-'} {abs(c)}LL"
+        counts = fit_ratio([float(v) for v in values], sizes)
+        if counts is None:
+            raise Specialized(f"a size in the kernels is not affine in the batch size: {values} at {sizes}")
+        count = _affine(*counts)
+        value = f"((double)({count}) / (double)({count} - 1LL))"
+        return f"((float){value})" if suffix == "f" else value
+    expr = _affine(*coefficients)
     if suffix == "f":
         return f"((float)({expr}))"
     if "." in values[0] or "e" in values[0].lower():

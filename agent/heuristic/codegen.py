@@ -1143,9 +1143,13 @@ def workspace_files(plan, device, problem_source, block=256):
 
     batch = getattr(plan, "batch_plans", None) or {"reason": "planned without the batch sizes' analysis"}
     reason = batch.get("reason")
+    plan.specialized = None  # why the files keep the problem's batch size (None: they read it at run time)
     if reason is None:
         try:
-            versions = [_files(p, device, problem_source, block, batch["inputs"], None) for p in batch["plans"]]
+            versions, decisions = [], None
+            for sample in batch["plans"]:  # the problem's first: its choices of kernel shape hold at every size
+                versions.append(_files(sample, device, problem_source, block, batch["inputs"], None, decisions))
+                decisions = decisions or getattr(getattr(sample, "writer", None), "decisions", None)
             if any(v.keys() != versions[0].keys() for v in versions):
                 raise Specialized("the kernels at another batch size are other files")
             files = {}
@@ -1160,16 +1164,19 @@ def workspace_files(plan, device, problem_source, block=256):
             return files
         except Specialized as exc:
             reason = str(exc)
+        except Exception as exc:  # noqa: BLE001 -- the problem's own files stand: its batch size is kept, and why
+            reason = f"writing the kernels at another batch size failed: {type(exc).__name__}: {exc}"
+    plan.specialized = reason
     return _files(plan, device, problem_source, block, (), reason)
 
 
-def _files(plan, device, problem_source, block, inputs, reason):
+def _files(plan, device, problem_source, block, inputs, reason, decisions=None):
     """The files of PLAN at its own shapes; the binding reads the batch size from the first of the model's INPUTS
-    it takes (none: it keeps the problem's shapes, for REASON)."""
+    it takes (none: it keeps the problem's shapes, for REASON). DECISIONS: a DAG plan's choices at another size."""
     if plan.kind == "graph":
         from agent.heuristic.dag.codegen import workspace_files as dag_files
 
-        return dag_files(plan, device, problem_source, block, inputs, reason)
+        return dag_files(plan, device, problem_source, block, inputs, reason, decisions)
     batch = batch_argument(plan, inputs) if inputs else None
     if inputs and batch is None:
         from agent.heuristic.batch import Specialized

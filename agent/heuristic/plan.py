@@ -486,6 +486,8 @@ def _batch_plans(analysis, plan):
             plans.append(plan if other == size else _plan(at_batch(analysis, other)))
         except Unsupported as exc:
             return {"reason": f"at batch size {other}: {exc}"}
+        except Exception as exc:  # noqa: BLE001 -- the problem's own plan stands: its batch size is kept, and why
+            return {"reason": f"at batch size {other}: {type(exc).__name__}: {exc}"}
     kinds = {p.kind for p in plans}
     if len(kinds) != 1:
         return {"reason": f"the plan at another batch size is of another kind ({', '.join(sorted(kinds))})"}

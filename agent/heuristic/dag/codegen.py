@@ -45,8 +45,11 @@ def _indent(lines, depth):
 class Writer:
     """The kernels of one plan on one device: C functions named k_<node>, each listing the buffers it reads."""
 
-    def __init__(self, plan, device):
+    def __init__(self, plan, device, decisions=None):
         self.plan, self.device = plan, device
+        # Choices of kernel shape made by size (a block per output element of a long reduction), by node: FIXED
+        # takes those of the problem's batch size for the kernels written at others (batch.py merges only numbers).
+        self.fixed, self.decisions = decisions or {}, {}
         self.emitter = Emitter(plan.buffers, device, accumulate_double=device == "cpu")
         self.functions = []  # (name, [pointer names read], C type written, source, the kernel whose buffer it writes)
         self.current = None  # the kernel being written
@@ -72,14 +75,16 @@ class Writer:
         node = kernel.node
         scope = Scope()
         self.emitter.computing = node.name
-        cuda_block = (
+        cuda_block = self.fixed.get(
+            node.name,
             self.device == "cuda"
             and node.kind == "reduce"
             and node.attrs["op"] not in ("argmax", "argmin")
             and node.args[0].dtype == "float32"
             and node.dtype == "float32"
-            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
+            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE,
         )
+        self.decisions[node.name] = cuda_block
         if cuda_block:
             acc, _, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
             op = {
@@ -430,10 +435,10 @@ def model_new(plan, leaves, problem_source, device):
     return model_new_source(plan.describe, preload, problem_source, params, checks, ", ".join(args))
 
 
-def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=None):
+def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=None, decisions=None):
     """The files of PLAN at its own shapes; the binding reads the batch size from the first of the model's INPUTS
-    it takes (none: it keeps the problem's shapes, for REASON)."""
-    writer = Writer(plan, device)
+    it takes (none: it keeps the problem's shapes, for REASON). DECISIONS: the Writer's, of another batch size."""
+    writer = Writer(plan, device, decisions)
     plan.writer = writer
     source = writer.write()
     if device == "cuda":
