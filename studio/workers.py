@@ -39,15 +39,15 @@ class Worker(RQWorker):
             old.register_death()
         super().register_birth()
 
-    def work(self, *args, **kwargs):
+    def work(self, burst=False, *args, **kwargs):
         processes.become_subreaper()
         # Jails' private folders and uid reservations are host-wide (sandbox.settings.work_root): pinned here, before
         # a horse's TMPDIR would move them under its scratch folder.
         os.environ.setdefault("KS_SANDBOX_WORK", str(sandbox_settings.work_root()))
         self._sweep()
-        self._pool = self._warm_up()
+        self._pool = self._warm_up(pool=not burst)
         try:
-            return super().work(*args, **kwargs)
+            return super().work(burst, *args, **kwargs)
         finally:
             if self._pool is not None:
                 self._pool.stop()
@@ -57,9 +57,11 @@ class Worker(RQWorker):
         names = self.queue_names()
         return [d for d, queue in USERS.items() if queue in names and (d == "cpu" or jailfs.device_nodes(d))]
 
-    def _warm_up(self):
+    def _warm_up(self, pool=True):
         """For a worker of runs: the episode's modules imported, and the warm analysis pool started (its Daemon;
-        None when KS_WARM_POOL=0 or the worker serves no runs)."""
+        None when KS_WARM_POOL=0, POOL is false, or the worker serves no runs). A burst worker (POOL false) has no
+        pool: it drains its queue and exits, and warming processes for runs it will never take would only slow
+        down those it runs."""
         devices = self.run_devices()
         if not devices:
             return None
@@ -68,7 +70,7 @@ class Worker(RQWorker):
         # Out of the collector's reach: a horse's collections would otherwise write to (and so copy) every page of
         # what it inherited.
         gc.freeze()
-        if sandbox_settings.WARM_POOL <= 0:
+        if sandbox_settings.WARM_POOL <= 0 or not pool:
             return None
         for device in devices:
             warm_pool.jail_signature(device)  # its probes (bubblewrap, seccomp, the read-only paths) done once, here

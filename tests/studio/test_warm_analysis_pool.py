@@ -1,5 +1,8 @@
 """A worker of users' runs keeps a warm analysis pool (KS_WARM_POOL processes per device): a run's first turn, the
-heuristic's analysis, is run by a pooled process; with KS_WARM_POOL=0 there is no pool and it runs in a fresh jail."""
+heuristic's analysis, is run by a pooled process; with KS_WARM_POOL=0 there is no pool and it runs in a fresh jail.
+(Burst workers, which drain their queue and exit, keep none.)"""
+
+import time
 
 import django_rq
 import pytest
@@ -26,9 +29,9 @@ def get_init_inputs():
 
 
 @pytest.fixture
-def first_turn(client, drain_queue):
-    """Start a one-turn heuristic run on the CPU, drain the cpu queue with a real worker (ENV added to its
-    environment); (the run's first turn, the worker's output)."""
+def first_turn(client, start_worker):
+    """Start a one-turn heuristic run on the CPU, run it on a real `rqworker cpu` (ENV added to its environment);
+    (the run's first turn, the worker's output)."""
 
     def start(**env):
         user = get_user_model().objects.create_user("ada", password="pw")
@@ -36,10 +39,15 @@ def first_turn(client, drain_queue):
         django_rq.get_queue("cpu").empty()
         problem = Problem.objects.create(owner=user, name="chain", source=CHAIN, sha256="0" * 64, device="cpu")
         client.post(f"/problems/{problem.pk}/runs", {"policy": "heuristic", "device": "cpu", "max_turns": 1})
-        log = drain_queue("cpu", **env)
+        worker = start_worker("cpu", **env)
         run = Run.objects.get()
+        deadline = time.monotonic() + 600
+        while run.status in ("queued", "running"):
+            assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+            time.sleep(0.5)
+            run.refresh_from_db()
         turn = RunEvent.objects.get(run=run, kind="turn").payload
-        return turn, log
+        return turn, worker.log.read_text()
 
     return start
 
