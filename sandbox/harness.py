@@ -203,12 +203,15 @@ def _run(problem, solution, config, verdict):
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
+            # The reference validates the problem and reads its cached baselines while the solution builds and the
+            # candidate starts; baselines it must measure wait for both (_reference_ready).
+            init_seed = _start_reference(ref, problem, problem_ref, config)
             with timing_lock.off_timing_cores():
                 build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
             stage.done("build")
             cand.recv("started", stage="start workers")
             stage.done("start workers")
-            ready = _reference_ready(ref, problem, problem_ref, config, verdict)
+            ready = _reference_ready(ref, problem, config, verdict, init_seed)
             stage.done("validate and baselines")
             cand.restart_clock(config.timeout_s)
             cand.send(
@@ -320,9 +323,8 @@ def _build(solution, jail, config):
     return result.seconds
 
 
-def _reference_ready(ref, problem, problem_copy, config, verdict):
-    """Validate the problem and get the baselines (from the cache, or measured now, before any solution)."""
-    key = json.dumps(_baseline_key(problem, config), sort_keys=True)
+def _start_reference(ref, problem, problem_copy, config):
+    """Ask the reference to validate the problem and look its baselines up; the init seed both models are made with."""
     init_seed = secrets.randbits(31)
     ref.send(
         "start",
@@ -332,14 +334,23 @@ def _reference_ready(ref, problem, problem_copy, config, verdict):
         init_seed=init_seed,
         validation_seed=secrets.randbits(31),
         timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-        cache_key=key,
+        cache_key=json.dumps(_baseline_key(problem, config), sort_keys=True),
         profile=config.profile,
         measure=True,
         shape_check=config.shape_check,
     )
-    msg = ref.recv("ready", "invalid", stage="validate and baselines")
+    return init_seed
+
+
+def _reference_ready(ref, problem, config, verdict, init_seed):
+    """The validated problem's spec and baselines (from the cache, or measured now: once the solution is built and the
+    candidate idle, before any solution code is imported)."""
+    msg = ref.recv("validated", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
+    if not msg["cached"]:
+        ref.send("measure")
+    msg = ref.recv("ready", stage="validate and baselines")
     base = msg["baselines"]
     if not msg["cached"]:
         _store_baselines(msg["cache_name"], base)

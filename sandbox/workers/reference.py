@@ -111,10 +111,15 @@ def serve(channel):
     sets = None
     if start.get("measure"):
         name, cached = cached_baselines(start["cache_key"], device)
+        channel.send("validated", cached=cached is not None)
         ready.update(cache_name=name, cached=cached is not None)
         if cached is not None:
             ready["baselines"] = cached
         else:
+            if (
+                channel.recv()["kind"] != "measure"
+            ):  # the harness measures once its build is done and the candidate idle
+                return
             ready["baselines"], sets = baselines(
                 model, module, device, config, start["timing_seeds"], spec["input_bytes"]
             )
