@@ -178,7 +178,7 @@ class Writer:
             self.headers |= set(GEMM_HEADERS)
             parallel = f"{batch}LL * {m}LL * {n}LL * {k}LL >= {1 << 22}LL"
             fused = self.epilogue(kernel)
-            reads, finish = [a, b], "[](int64_t, int64_t, int64_t) {}"
+            reads, finish = list(dict.fromkeys([a, b])), "[](int64_t, int64_t, int64_t) {}"  # x @ x.T reads x once
             if fused is not None:
                 self.fused.add(fused.node.name)
                 own = self.plan.buffers[node.name]
@@ -188,7 +188,7 @@ class Writer:
                 lines = [line.replace(f"{own}[i]", "out[i]") for line in scope.lines]
                 lines.append(f"out[i] = ({fused.node.ctype})({value});")
                 extra = [p for p in self.pointers("\n".join(lines), "") if p not in (a, b)]
-                reads = [a, b] + extra
+                reads = list(dict.fromkeys([a, b])) + extra
                 finish = (
                     "[&](int64_t row, int64_t j0, int64_t j1) {\n"
                     f"        for (int64_t j = j0; j < j1; ++j) {{\n            const int64_t i = row * {n}LL + j;\n"
@@ -209,7 +209,8 @@ class Writer:
         op = "CUBLAS_OP_T" if g["transposed_b"] else "CUBLAS_OP_N"
         ldb = k if g["transposed_b"] else n
         source = (
-            f"void {name}(const float* {a}, const float* {b}, float* out, cudaStream_t stream) {{\n"
+            f"void {name}({''.join(f'const float* {p}, ' for p in dict.fromkeys([a, b]))}float* out, "
+            f"cudaStream_t stream) {{\n"
             f"    cublasHandle_t h = ks_cublas();\n    cublasSetStream(h, stream);\n"
             f"    const float alpha = 1.0f, beta = 0.0f;\n"
             f"    // row-major out [m, n] = a [m, k] @ b, as column-major out^T = b^T a^T\n"
@@ -219,7 +220,7 @@ class Writer:
             f'    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cuBLAS GEMM failed: " + '
             f"std::to_string((int)status));\n}}\n"
         )
-        self.functions.append((name, [a, b], "float", source, kernel))
+        self.functions.append((name, list(dict.fromkeys([a, b])), "float", source, kernel))
 
     def conv(self, kernel):
         node, layout = kernel.node, kernel.layout
