@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -22,6 +23,9 @@ from agent.heuristic.batch import Specialized, affine_leaves, sample_sizes, scal
 from agent.heuristic.capture import capture
 from sandbox.problem import batch_candidates, import_file
 
+# Seconds the analyses at other batch sizes may take: the policy's analysis command runs under the bash tool's
+# 120 s, and the problem's own analysis comes first.
+BATCH_BUDGET_S = 60
 # Module attributes worth knowing for code generation (missing ones are skipped).
 MODULE_ATTRS = (
     "in_features",
@@ -101,9 +105,10 @@ def analyze(path):
     if model is None:
         model = module.Model(*module.get_init_inputs()).to("meta")
 
+    start = time.monotonic()
     result = _analysis(module, model, inputs)
     if result["ok"]:
-        result["batch"] = _batch(module, model, inputs, result)
+        result["batch"] = _batch(module, model, inputs, result, time.monotonic() - start)
     return result
 
 
@@ -146,20 +151,25 @@ def _quiet():
         logging.disable(logging.NOTSET)
 
 
-def _batch(module, model, inputs, base):
+def _batch(module, model, inputs, base, seconds):
     """How the analysis changes with the batch (batch.py): the inputs that scale with it (the sandbox's groups, most
     inclusive first), the problem's batch size and the affine fit of every number that changes; or the reason the
-    kernels keep the problem's batch size."""
+    kernels keep the problem's batch size. SECONDS: what the problem's own analysis took."""
     groups = list(dict.fromkeys(tuple(c["inputs"]) for c in batch_candidates(inputs)))
     if not groups:
         return {"reason": "no tensor input has a dimension to scale"}
+    if 2 * seconds > BATCH_BUDGET_S:
+        return {"reason": f"the graph took {seconds:.0f} s to capture: no time to capture it at two more batch sizes"}
     size = int(inputs[groups[0][0]].shape[0])
     sizes = [size, *sample_sizes(size)]
+    start = time.monotonic()
     reasons = []
     for group in groups:
         try:
             others = []
             for other in sizes[1:]:
+                if time.monotonic() - start > BATCH_BUDGET_S:
+                    raise Specialized(f"the analyses at other batch sizes took over {BATCH_BUDGET_S} s")
                 with _quiet():
                     analysis = _analysis(module, model, inputs, group, other)
                 if not analysis["ok"]:
