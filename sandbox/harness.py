@@ -125,11 +125,12 @@ def _baseline_key(problem, config):
     return problem.sha256, config.timing_key()
 
 
-def _store_baselines(name, baselines):
+def _store_cache(name, data):
+    """Write DATA as the cache entry NAME (baselines, or a solution's float64 errors) that reference workers read."""
     path = settings.cache_dir() / "baselines" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(baselines))
+    tmp.write_text(json.dumps(data))
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
@@ -203,32 +204,40 @@ def _run(problem, solution, config, verdict):
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
-            # The reference validates the problem and reads its cached baselines while the solution builds and the
-            # candidate starts; baselines it must measure wait for both (_reference_ready).
-            init_seed = _start_reference(ref, problem, problem_ref, config)
+            # The reference validates the problem while the solution builds and the candidate starts; with its
+            # baselines cached the candidate loads meanwhile, else measuring waits for both (_reference_ready).
+            init_seed = _start_reference(ref, problem, solution, problem_ref, config)
             with timing_lock.off_timing_cores():
                 build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
             stage.done("build")
             cand.recv("started", stage="start workers")
             stage.done("start workers")
-            ready = _reference_ready(ref, problem, config, verdict, init_seed)
+            cached = ref.recv("cached", stage="validate and baselines")["cached"]
+            start = {
+                "device": config.device,
+                "config": config.to_json(),
+                "problem": str(problem_cand),
+                "solution": str(entry),
+                "init_seed": init_seed,
+            }
+            early = cached and not config.profile  # a reference profile is not taken beside the candidate's load
+            if early:
+                cand.restart_clock(config.timeout_s)
+                cand.send("start", **start)
+            ready = _reference_ready(ref, problem, config, verdict, init_seed, cached)
             stage.done("validate and baselines")
-            cand.restart_clock(config.timeout_s)
-            cand.send(
-                "start",
-                device=config.device,
-                config=config.to_json(),
-                spec=ready["spec"],
-                problem=str(problem_cand),
-                solution=str(entry),
-                init_seed=ready["init_seed"],
-            )
+            if not early:
+                cand.restart_clock(config.timeout_s)
+                cand.send("start", **start)
+            cand.send("spec", spec=ready["spec"])
             loaded = cand.recv("loaded", stage=LOAD_STAGE)
             verdict.compile_s = round(build_s + loaded["compile_s"], 3)
             if loaded.get("extensions"):
                 verdict.timing["extensions"] = loaded["extensions"]  # each load_inline: how it was built, seconds
             stage.done(LOAD_STAGE)
-            _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict)
+            precision = ready["precision"]
+            _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, precision.get("errors") is None)
+            _float64_errors(verdict, precision)
             stage.done("trials")
             with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
                 cand.restart_clock(config.timeout_s)
@@ -323,7 +332,7 @@ def _build(solution, jail, config):
     return result.seconds
 
 
-def _start_reference(ref, problem, problem_copy, config):
+def _start_reference(ref, problem, solution, problem_copy, config):
     """Ask the reference to validate the problem and look its baselines up; the init seed both models are made with."""
     init_seed = secrets.randbits(31)
     ref.send(
@@ -335,6 +344,7 @@ def _start_reference(ref, problem, problem_copy, config):
         validation_seed=secrets.randbits(31),
         timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
         cache_key=json.dumps(_baseline_key(problem, config), sort_keys=True),
+        precision_key=f"{problem.sha256}|{solution.sha256}",
         profile=config.profile,
         measure=True,
         shape_check=config.shape_check,
@@ -342,18 +352,18 @@ def _start_reference(ref, problem, problem_copy, config):
     return init_seed
 
 
-def _reference_ready(ref, problem, config, verdict, init_seed):
+def _reference_ready(ref, problem, config, verdict, init_seed, cached):
     """The validated problem's spec and baselines (from the cache, or measured now: once the solution is built and the
     candidate idle, before any solution code is imported)."""
-    msg = ref.recv("validated", "invalid", stage="validate and baselines")
+    msg = ref.recv("ready" if cached else "validated", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
-    if not msg["cached"]:
+    if not cached:
         ref.send("measure")
-    msg = ref.recv("ready", stage="validate and baselines")
+        msg = ref.recv("ready", stage="validate and baselines")
     base = msg["baselines"]
     if not msg["cached"]:
-        _store_baselines(msg["cache_name"], base)
+        _store_cache(msg["cache_name"], base)
     verdict.eager_ms = base["eager"]["median_ms"]
     verdict.timing["eager"] = base["eager"]
     if "compiled" in base:
@@ -373,7 +383,13 @@ def _reference_ready(ref, problem, config, verdict, init_seed):
     # The baselines' protocol times the candidate too (a cache entry from before it was stored: the config's).
     protocol = base.get("protocol") or (None if config.timing == "auto" else config.timing)
     verdict.timing["protocol"] = protocol
-    return {"spec": msg["spec"], "init_seed": init_seed, "variants": msg.get("variants", []), "protocol": protocol}
+    return {
+        "spec": msg["spec"],
+        "init_seed": init_seed,
+        "variants": msg.get("variants", []),
+        "protocol": protocol,
+        "precision": msg.get("precision") or {},
+    }
 
 
 def _precision_matched_speedups(verdict):
@@ -385,12 +401,34 @@ def _precision_matched_speedups(verdict):
             verdict.speedup_vs_compiled_tf32 = round(verdict.compiled_tf32_ms / max(verdict.runtime_ms, 1e-6), 4)
 
 
-def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict):
+def _trials(ref, cand, ref_jail, cand_jail, config, spec, verdict, precise):
     for index in range(config.trials):
-        _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, "trial", f"trial {index + 1}")
+        label = f"trial {index + 1}"
+        _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, "trial", label, precise and not index)
 
 
-def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label):
+FP64_FIELDS = ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64", "fp64_error")
+
+
+def _float64_errors(verdict, precision):
+    """The first trial's float64 errors: those stored for this problem and solution (they report the precision a
+    solution gives up, and decide nothing), else the ones just measured, stored for the next evaluation."""
+    stored, name = precision.get("errors"), precision.get("cache_name")
+    if not verdict.trials:
+        return
+    if stored is not None:
+        verdict.trials[0].update(stored)
+        for key in FP64_FIELDS[:3]:
+            if key in stored:
+                setattr(verdict, key, stored[key])
+        verdict.timing["fp64"] = "cached: measured by an earlier evaluation of this problem and solution"
+    elif name:
+        measured = {k: verdict.trials[0][k] for k in FP64_FIELDS if k in verdict.trials[0]}
+        if measured:
+            _store_cache(name, measured)
+
+
+def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, label, precise=False):
     result = _run_trial(
         ref,
         cand,
@@ -401,7 +439,7 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
         label,
         spec["outputs"],
         spec["output_bytes"],
-        precise=not verdict.trials,
+        precise=precise,
     )
     trial = {
         "trial": label,
@@ -410,17 +448,11 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
         "max_rel_error": result["max_rel_error"],
         "sampled": result["sampled"],
     }
-    trial.update(
-        {
-            k: result[k]
-            for k in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64", "fp64_error")
-            if k in result
-        }
-    )
+    trial.update({k: result[k] for k in FP64_FIELDS if k in result})
     verdict.trials.append(trial)
     verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
     verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])
-    for key in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64"):
+    for key in FP64_FIELDS[:3]:
         if key in result:
             setattr(verdict, key, max(getattr(verdict, key) or 0.0, result[key]))
     if not result["ok"]:

@@ -69,7 +69,7 @@ class Candidate:
         self.channel, self.start = channel, start
         self.device = start["device"]
         self.config = EvalConfig.from_json(start["config"])
-        self.spec = start["spec"]
+        self.spec = None  # the problem's, sent once the reference validated it (the solution may load meanwhile)
         self.integrity = Integrity()
         self.audit = AuditLog(self.integrity)
         self.fallbacks = {}
@@ -290,6 +290,8 @@ def serve(channel):
                     channel.send("failed", status=failure.status, log=failure.log)
             elif kind == "trial":
                 cand.trial(msg)
+            elif kind == "spec":
+                cand.spec = msg["spec"]
             elif kind == "time":
                 channel.send("timed", timing=cand.time_it(msg).to_json())
             elif kind == "post":

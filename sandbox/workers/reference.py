@@ -88,10 +88,11 @@ def baselines(model, module, device, config, seeds, input_bytes):
 BASELINE_PROTOCOL = 4
 
 
-def cached_baselines(key, device):
-    """(cache file name, baselines or None): keyed by problem, timing protocol, GPU model and torch version."""
+def cache_entry(key, device, kind=""):
+    """(cache file name, the JSON stored under it or None): keyed by KEY, GPU model (or CPU), torch version and timing
+    protocol. KIND names what it holds besides baselines ('fp64-': a solution's float64 errors)."""
     hardware = torch.cuda.get_device_name() if device == "cuda" else platform.processor() or platform.machine()
-    name = hashlib.sha256(f"{key}|{hardware}|{torch.__version__}|{BASELINE_PROTOCOL}".encode()).hexdigest()
+    name = kind + hashlib.sha256(f"{key}|{hardware}|{torch.__version__}|{BASELINE_PROTOCOL}".encode()).hexdigest()
     path = settings.cache_dir() / "baselines" / f"{name}.json"
     try:
         return name, json.loads(path.read_text())
@@ -102,6 +103,14 @@ def cached_baselines(key, device):
 def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
+    name = cached = None
+    if start.get("measure"):
+        # Said before validating: with the baselines cached, nothing is measured here and the candidate may load now.
+        try:
+            name, cached = cache_entry(start["cache_key"], device)
+        except (RuntimeError, AssertionError):
+            pass  # no such device: opening the problem says so
+        channel.send("cached", cached=cached is not None)
     try:
         module, model, spec, variants = open_problem(start)
     except ProblemRejected as exc:
@@ -110,15 +119,12 @@ def serve(channel):
     ready = {"spec": spec, "variants": variants}
     sets = None
     if start.get("measure"):
-        name, cached = cached_baselines(start["cache_key"], device)
-        channel.send("validated", cached=cached is not None)
         ready.update(cache_name=name, cached=cached is not None)
         if cached is not None:
             ready["baselines"] = cached
         else:
-            if (
-                channel.recv()["kind"] != "measure"
-            ):  # the harness measures once its build is done and the candidate idle
+            channel.send("validated")
+            if channel.recv()["kind"] != "measure":  # sent once the solution is built and the candidate idle
                 return
             ready["baselines"], sets = baselines(
                 model, module, device, config, start["timing_seeds"], spec["input_bytes"]
@@ -130,8 +136,17 @@ def serve(channel):
         ready["profile"] = kernel_table(lambda: model(*first), device)
     sets = first = None  # free the timing inputs before the trials, and give their memory to the candidate
     release_memory(device)
+    stored = None
+    if config.precision_check and start.get("precision_key"):
+        # The float64 errors report, they decide nothing: a problem and solution measured before are not run again.
+        name, stored = cache_entry(start["precision_key"], device, "fp64-")
+        ready["precision"] = {"cache_name": name, "errors": stored}
     channel.send("ready", **ready)
-    precise = Float64Reference(model, module, device, start["validation_seed"]) if config.precision_check else None
+    precise = (
+        Float64Reference(model, module, device, start["validation_seed"])
+        if config.precision_check and stored is None
+        else None
+    )
     while True:
         msg = channel.recv()
         if msg["kind"] != "check":

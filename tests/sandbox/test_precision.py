@@ -105,3 +105,15 @@ def test_the_float64_check_can_be_turned_off(run_eval, files):
         precision_check=False,
     )
     assert v.status == "ok" and v.max_abs_error_fp64 is None and "max_abs_error_fp64" not in v.trials[0]
+
+
+def test_a_solution_evaluated_again_reports_its_stored_float64_errors_without_running_float64_again(run_eval, files):
+    problem = files.problem(LINEAR + "\n# a problem of its own in the session's cache\n", "linear_again.py")
+    solution = files.solution(SOLUTION.format(rounding=".astype(np.float16).astype(np.float32)"), "again.py")
+    first, again = run_eval(problem, solution), run_eval(problem, solution)
+    assert first.status == again.status == "ok", (first.log[-2000:], again.log[-2000:])
+    assert "fp64" not in first.timing and again.timing["fp64"].startswith("cached")
+    for key in ("max_abs_error_fp64", "max_rel_error_fp64", "reference_abs_error_fp64"):
+        assert getattr(again, key) == getattr(first, key) == first.trials[0][key] == again.trials[0][key]
+    # Every check still runs: the trials are fresh, only the float64 report is reused.
+    assert len(again.trials) == len(first.trials) and again.max_abs_error != first.max_abs_error
