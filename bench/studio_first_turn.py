@@ -2,10 +2,11 @@
 worker has run an episode before): the click, the run page's load, the first card, and the turn's own timings
 (policy and tools seconds, as stored) side by side, so the share the jailed analysis takes is visible.
 
-    python -m bench.studio_first_turn [--runs 3] [--pool N]
+    python -m bench.studio_first_turn [--runs 3] [--pool N] [--compare]
 
---pool sets the studio workers' warm analysis pool (KS_WARM_POOL; 0: every analysis in a fresh jail); each run says
-whether its analysis was pooled. Target (issue 19): first turn visible <= 2 s after Start, median of the runs.
+--pool sets the studio workers' warm analysis pool (KS_WARM_POOL; 0: every analysis in a fresh jail); --compare runs
+a second studio without it, the runs of both taken in turn, and prints the ratio of the medians. Each run says whether
+its analysis was pooled. Target (issue 19): first turn visible <= 2 s after Start, median of the runs.
 """
 
 import argparse
@@ -78,61 +79,76 @@ def _first_turn(database_url, run_id):
 FRESH = "the analysis runs in a fresh jail: "  # agent.tools' warning when the pool could not run it
 
 
-def measure(runs, pool, turns=2):
+class Session:
+    """A live studio with KS_WARM_POOL=POOL, a signed-in Chromium page on it and a stored problem."""
+
+    def __init__(self, stack, playwright, pool):
+        from studio.testing import LiveStudio, launch_chromium, log_in
+
+        self.pool = pool
+        self.studio = stack.enter_context(LiveStudio(KS_WARM_POOL=str(pool)))
+        self.problem = _problem(self.studio.database_url, self.studio.username)
+        context = launch_chromium(playwright, stack.enter_context(tempfile.TemporaryDirectory()))
+        stack.callback(context.close)
+        context.set_default_timeout(300_000)
+        self.page = context.pages[0] if context.pages else context.new_page()
+        log_in(self.page, self.studio)
+
+    def run(self, turns=2):
+        """Start a run, wait for its first card, then for its end; the row of its timings."""
+        page, studio = self.page, self.studio
+        page.goto(f"{studio.url}/problems/{self.problem}", wait_until="load")
+        page.select_option("#id_device", "cpu")
+        page.fill("#id_max_turns", str(turns))
+        fresh = studio.output().count(FRESH)
+        start = page.evaluate("() => performance.timeOrigin + performance.now()")
+        page.click("text=Start a run")
+        page.wait_for_selector("#timeline li.card-turn")
+        shown = page.evaluate("() => performance.timeOrigin + performance.now()")
+        loaded = page.evaluate(
+            "() => performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd"
+        )
+        run_id = int(page.url.rsplit("/", 1)[1])
+        turn, stamps = _first_turn(studio.database_url, run_id)
+        page.wait_for_function(
+            "() => !['queued', 'running'].includes(document.getElementById('run-status').textContent)"
+        )
+        said = [line.split(FRESH, 1)[1] for line in studio.output().splitlines() if FRESH in line][fresh:]
+        picked_up = stamps["picked_up"] or stamps["stored"]
+        return {
+            "first_turn_ms": shown - start,
+            "page_ms": loaded - start,
+            # Each step from the one before: the web stored the run; a worker picked its job up; the job began its
+            # episode; the first turn was stored; its card was shown.
+            "steps_ms": {
+                "web": stamps["stored"] - start,
+                "queue": picked_up - stamps["stored"],
+                "job start": stamps["running"] - picked_up,
+                "turn": stamps["turn_stored"] - stamps["running"],
+                "stream": shown - stamps["turn_stored"],
+            },
+            "policy_s": turn.get("policy_s"),
+            "tools_s": turn.get("tools_s"),
+            "analysis": "pooled" if self.pool and not said else f"fresh jail ({said[0] if said else 'no pool'})",
+        }
+
+
+def measure(runs, pools):
+    """{pool: rows}: RUNS runs on a live studio per KS_WARM_POOL of POOLS, taking turns so that the machine's load
+    falls on each alike; each studio's first run only warms it (its worker has then run an episode)."""
+    import contextlib
+
     from playwright.sync_api import sync_playwright
 
-    from studio.testing import LiveStudio, launch_chromium, log_in
-
-    rows = []
-    with (
-        LiveStudio(KS_WARM_POOL=str(pool)) as studio,
-        sync_playwright() as playwright,
-        tempfile.TemporaryDirectory() as profile,
-    ):
-        problem = _problem(studio.database_url, studio.username)
-        context = launch_chromium(playwright, profile)
-        context.set_default_timeout(300_000)
-        page = context.pages[0] if context.pages else context.new_page()
-        log_in(page, studio)
-        for attempt in range(runs + 1):  # the first warms the worker (imports, the sandbox's caches)
-            page.goto(f"{studio.url}/problems/{problem}", wait_until="load")
-            page.select_option("#id_device", "cpu")
-            page.fill("#id_max_turns", str(turns))
-            fresh = studio.output().count(FRESH)
-            start = page.evaluate("() => performance.timeOrigin + performance.now()")
-            page.click("text=Start a run")
-            page.wait_for_selector("#timeline li.card-turn")
-            shown = page.evaluate("() => performance.timeOrigin + performance.now()")
-            loaded = page.evaluate(
-                "() => performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd"
-            )
-            run_id = int(page.url.rsplit("/", 1)[1])
-            turn, stamps = _first_turn(studio.database_url, run_id)
-            page.wait_for_function(
-                "() => !['queued', 'running'].includes(document.getElementById('run-status').textContent)"
-            )
-            said = [line.split(FRESH, 1)[1] for line in studio.output().splitlines() if FRESH in line][fresh:]
-            analysis = "pooled" if pool and not said else f"fresh jail ({said[0] if said else 'no pool'})"
-            if attempt:
-                rows.append(
-                    {
-                        "first_turn_ms": shown - start,
-                        "page_ms": loaded - start,
-                        # Each step from the one before: the web stored the run; a worker picked its job up; the
-                        # job began its episode; the first turn was stored; its card was shown.
-                        "steps_ms": {
-                            "web": stamps["stored"] - start,
-                            "queue": (stamps["picked_up"] or stamps["stored"]) - stamps["stored"],
-                            "job start": stamps["running"] - (stamps["picked_up"] or stamps["stored"]),
-                            "turn": stamps["turn_stored"] - stamps["running"],
-                            "stream": shown - stamps["turn_stored"],
-                        },
-                        "policy_s": turn.get("policy_s"),
-                        "tools_s": turn.get("tools_s"),
-                        "analysis": analysis,
-                    }
-                )
-        context.close()
+    rows = {pool: [] for pool in pools}
+    with contextlib.ExitStack() as stack:
+        playwright = stack.enter_context(sync_playwright())
+        sessions = [Session(stack, playwright, pool) for pool in pools]
+        for session in sessions:
+            session.run()
+        for _ in range(runs):
+            for session in sessions:
+                rows[session.pool].append(session.run())
     return rows
 
 
@@ -140,6 +156,7 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.studio_first_turn")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pool", type=int, default=1, help="warm analysis processes per worker (KS_WARM_POOL)")
+    parser.add_argument("--compare", action="store_true", help="also a studio without the pool, runs in turn")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     import django
@@ -150,21 +167,28 @@ def main(argv):
     if chromium_missing():
         print(f"skipped: {chromium_missing()}")
         return
-    rows = measure(args.runs, args.pool)
-    print(f"Start -> first turn card, CPU target, heuristic, warm studio, KS_WARM_POOL={args.pool}, {args.runs} runs")
-    for row in rows:
-        print(
-            f"  first turn {row['first_turn_ms']:7.0f} ms · run page loaded {row['page_ms']:5.0f} ms · "
-            f"turn 1: policy {row['policy_s']:.2f} s, tools {row['tools_s']:.2f} s, analysis {row['analysis']}"
-        )
-        print("    " + " · ".join(f"{name} {ms:.0f} ms" for name, ms in row["steps_ms"].items()))
-    first = [r["first_turn_ms"] for r in rows]
-    median = percentile(first, 50)
+    pools = [args.pool, 0] if args.compare and args.pool else [args.pool]
+    results = measure(args.runs, pools)
+    medians = {}
+    for pool, rows in results.items():
+        print(f"Start -> first turn card, CPU target, heuristic, warm studio, KS_WARM_POOL={pool}, {args.runs} runs")
+        for row in rows:
+            print(
+                f"  first turn {row['first_turn_ms']:7.0f} ms · run page loaded {row['page_ms']:5.0f} ms · "
+                f"turn 1: policy {row['policy_s']:.2f} s, tools {row['tools_s']:.2f} s, analysis {row['analysis']}"
+            )
+            print("    " + " · ".join(f"{name} {ms:.0f} ms" for name, ms in row["steps_ms"].items()))
+        first = [r["first_turn_ms"] for r in rows]
+        medians[pool] = percentile(first, 50)
+        print(f"  median {medians[pool]:.0f} ms, max {max(first):.0f} ms")
+    if len(medians) == 2:
+        print(f"without the pool / with it: {medians[0] / medians[args.pool]:.1f}x (medians, runs taken in turn)")
+    median = medians[args.pool]
+    print(f"target: median <= 2000 ms with KS_WARM_POOL={args.pool}: {'met' if median <= 2000 else 'MISSED'}")
     print(
-        f"median {median:.0f} ms, max {max(first):.0f} ms; target: median <= 2000 ms: "
-        f"{'met' if median <= 2000 else 'MISSED'}"
+        f"reproduce: python -m bench.studio_first_turn --runs {args.runs} --pool {args.pool}"
+        + (" --compare" if args.compare else "")
     )
-    print(f"reproduce: python -m bench.studio_first_turn --runs {args.runs} --pool {args.pool}")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ from sandbox.isolation import Exit, Jail
 
 log = logging.getLogger(__name__)
 SOCKET_ENV = "KS_WARM_POOL_SOCKET"
-# A warming process runs at the lowest priority, so it never takes the cores from work people wait for (the turn it
-# was replaced after, a build); it runs its request at the usual priority. Only where the pool may raise it again.
+# A warming process runs at a low priority, so that it takes little of the cores from work people wait for (the turn
+# it was replaced after, a build), yet still warms on a busy host; it runs its request at the usual priority. Only
+# where the pool may raise the priority again (as root).
 WARMING_NICE = 10
 # Between warm-up failures of one device, the next start waits this long, doubling up to the cap: never a hot loop.
 FIRST_RETRY_S, MAX_RETRY_S = 2.0, 120.0
@@ -178,6 +179,9 @@ class Pool:
     def tend(self):
         """Note processes that became ready or died, and start what is missing; returns how many are warming."""
         with self.changed:
+            for process in self.processes:  # a warm-up that hangs is ended like any jailed run over its time
+                if process.state == "warming" and time.monotonic() - process.proc.started > settings.TIMEOUT_S:
+                    process.jail.kill(process.proc)
             dead = [p for p in self.processes if p.state in ("warming", "ready") and p.proc.poll() is not None]
             for process in dead:
                 process.state = "gone"
@@ -199,8 +203,23 @@ class Pool:
         now = time.monotonic()
         for device, count in missing.items():
             for _ in range(count if now >= self.not_before[device] else 0):
-                self._start(device)
+                try:
+                    self._start(device)
+                except Exception:  # noqa: BLE001 -- the pool goes on (requests run the usual way meanwhile)
+                    log.exception(
+                        "warm pool: a %s process could not start; next try in %.0f s", device, self._back_off(device)
+                    )
+                    break
         return len(warming)
+
+    def _back_off(self, device):
+        """One more failure of DEVICE: its next start waits longer; returns the wait."""
+        with self.changed:
+            self.failures[device] += 1
+            delay = min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** (self.failures[device] - 1))
+            self.not_before[device] = time.monotonic() + delay
+            self.changed.notify_all()
+        return delay
 
     def _start(self, device):
         jail = Jail("warm", device, uid_slot=2)
@@ -233,11 +252,7 @@ class Pool:
         exit = _ended(process)
         process.jail.close()
         process.control.close()
-        with self.changed:
-            self.failures[process.device] += 1
-            delay = min(MAX_RETRY_S, FIRST_RETRY_S * 2 ** (self.failures[process.device] - 1))
-            self.not_before[process.device] = time.monotonic() + delay
-            self.changed.notify_all()
+        delay = self._back_off(process.device)
         log.error(
             "warm pool: process %d (%s) died before use (%s); the next starts in %.0f s, and until one is warm "
             "requests run the usual way. Its output:\n%s",

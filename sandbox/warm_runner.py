@@ -13,6 +13,7 @@ that holds torch pays for in seconds.
 
 import argparse
 import atexit
+import gc
 import json
 import os
 import runpy
@@ -74,6 +75,10 @@ def main(argv=None):
     if args.warm_cwd:
         os.chdir(home)
         shutil.rmtree(args.warm_cwd, ignore_errors=True)
+    # Everything alive now (torch, the warm-up's caches) lives until this process ends: out of the collector's reach,
+    # the request's collections do not walk it again and again (a third of a warm analysis's time otherwise).
+    gc.collect()
+    gc.freeze()
     control.sendall(b"ready\n")
     line = control.makefile("rb").readline()
     if not line:
