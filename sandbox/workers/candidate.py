@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 import sandbox.correctness  # noqa: F401 -- captured by the integrity snapshot before solution code runs
-from sandbox import timing_lock
+from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
 from sandbox.guard import AuditLog, Integrity, Recorder, fallback_violation
 from sandbox.native import inline
@@ -268,7 +268,9 @@ class Candidate:
 
 def warm():
     """Load, before any solution code, what the first forward under the dispatch recorder would load in the middle of
-    trial 1 (the recorder's first use imports torch._dynamo: seconds), while the reference validates the problem."""
+    trial 1 (the recorder's first use imports torch._dynamo: seconds), while the reference validates the problem. The
+    thread count is set first, as setup_device sets it, so nothing starts a thread pool of another size before."""
+    torch.set_num_threads(settings.CPU_THREADS)
     with torch.no_grad(), Recorder():
         torch.zeros(1) + 1
 
