@@ -1,8 +1,11 @@
 """Reference worker: runs only the problem. Validates it, times the eager and torch.compile baselines, profiles
 the reference, and checks candidate outputs against outputs it computes itself from the same secret seeds.
 
-It runs before any solution code is imported and in its own process, so a solution can neither slow the
-baselines nor see the reference outputs (they are computed after the candidate has written its own).
+It runs in its own process and measures baselines before any solution code is imported, so a solution can neither
+slow the baselines nor see the reference outputs (they are computed after the candidate has written its own). With the
+baselines cached, the candidate loads while this validates the problem.
+
+Messages (an evaluation): start -> cached -> invalid, or [validated -> measure ->] ready -> check/checked ... -> exit.
 """
 
 import copy
