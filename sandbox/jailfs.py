@@ -10,6 +10,7 @@ home folders, /var or /run.
 
 import functools
 import glob
+import importlib.util
 import os
 import shutil
 import sys
@@ -83,9 +84,11 @@ def _python_paths():
     for entry in sys.path:
         if entry and os.path.isabs(entry) and ("site-packages" in entry or "dist-packages" in entry):
             paths.add(entry)
-    import torch  # the jailed interpreter needs torch's files, wherever they were installed
-
-    paths.add(str(Path(torch.__file__).resolve().parent.parent))
+    # The jailed interpreter needs torch's files, wherever they were installed: found without importing torch
+    # (a second of a fresh worker's first evaluation).
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.origin:
+        paths.add(str(Path(spec.origin).resolve().parent.parent))
     return paths
 
 
