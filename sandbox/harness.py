@@ -59,11 +59,20 @@ class Worker:
     def restart_clock(self, timeout):
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
 
-    def send(self, kind, **data):
+    def send(self, kind, stage=None, **data):
+        """Send a message; a worker that is gone is a StageFailed naming STAGE, as in recv."""
         try:
             self.channel.send(kind, **data)
         except (BrokenPipeError, OSError):
-            self._died()
+            self._died(stage)
+
+    def dismiss(self):
+        """Tell the worker to exit once everything is measured: one that is already gone (a kernel that faulted at
+        another size in the shape trials takes its process with it) changes nothing."""
+        try:
+            self.channel.send("exit")
+        except (BrokenPipeError, OSError):
+            pass
 
     def recv(self, *expected, stage=None):
         """The next message, one of EXPECTED; STAGE names what the worker is doing, for a verdict that it ran out of
@@ -266,14 +275,14 @@ def _run(problem, solution, config, verdict):
             if config.shape_check:
                 _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict)
                 stage.done("shape trials")
-            cand.send("exit")
+            cand.dismiss()
             verdict.correct = True
             if verdict.eager_ms and verdict.runtime_ms:
                 verdict.speedup_vs_eager = round(verdict.eager_ms / max(verdict.runtime_ms, 1e-6), 4)
             if verdict.compiled_ms and verdict.runtime_ms:
                 verdict.speedup_vs_compiled = round(verdict.compiled_ms / max(verdict.runtime_ms, 1e-6), 4)
             _precision_matched_speedups(verdict)
-            ref.send("exit")
+            ref.dismiss()
         finally:
             cand.close()
             ref.close()

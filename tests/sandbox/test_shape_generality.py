@@ -173,3 +173,20 @@ def test_the_shape_check_can_be_turned_off(run_eval, files, elementwise, sources
     v = run_eval(elementwise, files.workspace(sources["SPECIALIZED_WORKSPACE"]), shape_check=False)
     assert v.status == "ok", (v.status, v.log[-2000:])
     assert v.shape_general is None and v.shapes_checked == [] and v.failing_shape == ""
+
+
+def test_a_solution_whose_process_dies_at_another_size_is_specialized_not_a_crash(
+    run_eval, files, elementwise, sources
+):
+    # A kernel that faults at another size takes its worker with it (a CUDA fault does): the verdict at the
+    # problem's shapes stands, and the process that is gone is not told to exit.
+    solution = files.solution(
+        sources["HONEST_ELEMENTWISE"].replace(
+            "    def forward(self, x, y):\n",
+            "    def forward(self, x, y):\n        if x.shape[0] != 128:\n            import os\n            os._exit(3)\n",
+        )
+    )
+    v = run_eval(elementwise, solution)
+    assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])
+    assert v.shape_general is False and v.failing_shape == HALF
+    assert "crashed" in v.shape_failure, v.shape_failure
