@@ -54,7 +54,7 @@ def write_workspace(folder, files):
 
 
 def input_megabytes(path):
-    """The size of the problem's inputs (made on meta tensors: no memory spent)."""
+    """The size of the problem's inputs and output (made on meta tensors: no memory spent)."""
     import torch
 
     from sandbox.problem import import_file
@@ -62,7 +62,13 @@ def input_megabytes(path):
     module = import_file(str(path), "ks_size_probe")
     with torch.device("meta"):
         inputs = module.get_inputs()
-    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) / 2**20
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        try:
+            out = module.Model(*module.get_init_inputs())(*inputs)
+            tensors += [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
+        except Exception:  # noqa: BLE001 -- a model meta tensors cannot run is sized by its inputs
+            pass
+    return sum(x.numel() * x.element_size() for x in tensors) / 2**20
 
 
 def run_one(row, device, folder):
@@ -102,6 +108,8 @@ def run_one(row, device, folder):
         "general_ms": verdict.runtime_ms,
         "eager_ms": verdict.eager_ms,
     }
+    if not verdict.correct:
+        record["log"] = (verdict.log or "")[-400:]
     if verdict.correct and record["runtime_batch"]:
         write_workspace(Path(folder) / "specialized", specialized)
         other = evaluate(str(problem), str(Path(folder) / "specialized"), config.replace(shape_check=False))
