@@ -10,6 +10,7 @@ one line per problem, and a second run skips the problems already there (resumab
 
     python -m bench.shape_generality [--device cpu|cuda] [--level 1 2] [--limit N] [--out FILE] [--timeout-s S]
         [--max-input-mb MB]   (on the CPU: KernelBench's largest inputs are gigabytes; run a sample of the others)
+        [--every K] [--workers N] [--budget-s S]   (every K-th problem; N at once; start none after S seconds)
 """
 
 import argparse
@@ -19,19 +20,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.heuristic_coverage import DEFAULT, SHARED
 
 
-def load_problems(path, levels, limit, only=(), max_input_mb=0):
-    """The problems of LEVELS (ONLY: those named), at most LIMIT a level among those whose inputs fit MAX_INPUT_MB."""
+def load_problems(path, levels, limit, only=(), max_input_mb=0, every=1):
+    """The problems of LEVELS (ONLY: those named), every EVERY-th of a level (a sample spread over its problems), at
+    most LIMIT a level among those whose inputs fit MAX_INPUT_MB."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     chosen = []
     for level in levels:
         rows_of_level = [r for r in rows if r["level"] == level and (not only or r["name"] in only)]
         if max_input_mb:
             rows_of_level = [r for r in rows_of_level if problem_megabytes(r["code"]) <= max_input_mb]
+        rows_of_level = rows_of_level[:: max(1, every)]
         chosen += rows_of_level[:limit] if limit else rows_of_level
     return chosen
 
@@ -110,6 +114,8 @@ def run_one(row, device, folder):
     }
     if not verdict.correct:
         record["log"] = (verdict.log or "")[-400:]
+    if verdict.shape_general is False:
+        record["shape_failure"] = (verdict.shape_failure or "")[-800:]
     if verdict.correct and record["runtime_batch"]:
         write_workspace(Path(folder) / "specialized", specialized)
         other = evaluate(str(problem), str(Path(folder) / "specialized"), config.replace(shape_check=False))
@@ -117,6 +123,39 @@ def run_one(row, device, folder):
     elif verdict.correct:
         record["specialized_ms"] = verdict.runtime_ms  # the same kernels: nothing to compare
     return record
+
+
+def run_problem(row, device, timeout_s):
+    """One problem's record, from its own process (a kernel that faults or hangs takes nothing else with it)."""
+    start = time.monotonic()
+    command = [sys.executable, "-m", "bench.shape_generality", "--device", device, "--one", json.dumps(row)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        lines = [line for line in result.stdout.splitlines() if line.startswith("RECORD ")]
+        record = (
+            json.loads(lines[-1][len("RECORD ") :])
+            if lines
+            else {"level": row["level"], "name": row["name"], "error": result.stderr[-500:]}
+        )
+    except subprocess.TimeoutExpired:
+        record = {"level": row["level"], "name": row["name"], "timeout": timeout_s}
+    record["seconds"] = round(time.monotonic() - start, 1)
+    return record
+
+
+def describe(record, timeout_s):
+    ratio = (
+        f", specialized/general {record['specialized_ms'] / record['general_ms']:.3f}"
+        if record.get("specialized_ms") and record.get("general_ms")
+        else ""
+    )
+    outcome = (
+        f"correct {record.get('correct')}, shape_general {record.get('shape_general')}{ratio}"
+        if record.get("planned")
+        else (record.get("reason") or record.get("error") or f"timeout after {timeout_s:.0f} s")[:120]
+    )
+    failing = f" [fails at {record['failing_shape']}]" if record.get("shape_general") is False else ""
+    return f"L{record['level']} {record['name']}: {outcome}{failing} ({record['seconds']} s)"
 
 
 def geomean(values):
@@ -159,6 +198,9 @@ def main(argv=None):
         default=0,
         help="only problems whose inputs are no larger (0: all); --limit counts these",
     )
+    parser.add_argument("--every", type=int, default=1, help="every K-th problem of a level (a spread sample)")
+    parser.add_argument("--workers", type=int, default=1, help="problems at once (each in its own process)")
+    parser.add_argument("--budget-s", type=float, default=0, help="start no problem after this many seconds (0: none)")
     parser.add_argument("--problems", type=Path, default=DEFAULT if DEFAULT.exists() else SHARED)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one problem (JSON) and print its record
     args = parser.parse_args(argv)
@@ -177,49 +219,34 @@ def main(argv=None):
                 record = json.loads(line)
                 done[record["name"]] = record
     only = set(filter(None, args.only.split(",")))
-    problems = load_problems(args.problems, args.level, args.limit, only, args.max_input_mb)
-    records = []
-    for row in problems:
-        if row["name"] in done:
-            records.append(done[row["name"]])
-            continue
-        start = time.monotonic()
-        command = [sys.executable, "-m", "bench.shape_generality", "--device", args.device, "--one", json.dumps(row)]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout_s)
-            lines = [line for line in result.stdout.splitlines() if line.startswith("RECORD ")]
-            record = (
-                json.loads(lines[-1][len("RECORD ") :])
-                if lines
-                else {"level": row["level"], "name": row["name"], "error": result.stderr[-500:]}
-            )
-        except subprocess.TimeoutExpired:
-            record = {"level": row["level"], "name": row["name"], "timeout": args.timeout_s}
-        record["seconds"] = round(time.monotonic() - start, 1)
-        with out.open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        records.append(record)
-        ratio = (
-            f", specialized/general {record['specialized_ms'] / record['general_ms']:.3f}"
-            if record.get("specialized_ms") and record.get("general_ms")
-            else ""
-        )
-        print(
-            f"L{record['level']} {record['name']}: "
-            + (
-                f"correct {record.get('correct')}, shape_general {record.get('shape_general')}{ratio}"
-                if record.get("planned")
-                else (record.get("reason") or record.get("error") or f"timeout after {args.timeout_s:.0f} s")[:120]
-            )
-            + f" ({record['seconds']} s)",
-            flush=True,
-        )
+    problems = load_problems(args.problems, args.level, args.limit, only, args.max_input_mb, args.every)
+    records = [done[row["name"]] for row in problems if row["name"] in done]
+    todo = [row for row in problems if row["name"] not in done]
+    started = time.monotonic()
+
+    def one(row):
+        if args.budget_s and time.monotonic() - started > args.budget_s:
+            return None  # left for the next run (resumable)
+        return run_problem(row, args.device, args.timeout_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        for record in pool.map(one, todo):
+            if record is None:
+                continue
+            with out.open("a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            records.append(record)
+            print(describe(record, args.timeout_s), flush=True)
+    left = len(problems) - len(records)
+    if left:
+        print(f"{left} problems not run inside --budget-s: run the same command again to go on")
     print(summarize(records))
     print(
         f"reproduce: python -m bench.shape_generality --device {args.device} --level {' '.join(map(str, args.level))}"
         + (f" --limit {args.limit}" if args.limit else "")
         + (f" --only {args.only}" if args.only else "")
         + (f" --max-input-mb {args.max_input_mb:g}" if args.max_input_mb else "")
+        + (f" --every {args.every}" if args.every > 1 else "")
         + f" --timeout-s {args.timeout_s:g} --out {out}"
     )
     return 0
