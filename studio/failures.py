@@ -50,7 +50,7 @@ RULES = [
         lambda m: "The queue lost this job (Redis was restarted or emptied). Retry it.",
     ),
     (
-        re.compile(r"its job (stopped|canceled)"),
+        re.compile(r"its job (?:JobStatus\.)?(stopped|canceled)", re.IGNORECASE),
         lambda m: "The job was stopped before it finished. Retry it to run it again.",
     ),
     (

@@ -44,11 +44,12 @@ def queue_name(kind, device):
     return KINDS[kind]["cuda" if device == "cuda" else "cpu"]
 
 
-def enqueue(kind, device, func, *args, owner_id=None, timeout=3600):
-    """Queue FUNC(*ARGS) as a job of KIND on DEVICE's queue; its id (ours, set before enqueueing)."""
+def enqueue(kind, device, func, *args, owner_id=None, timeout=3600, job_id=None):
+    """Queue FUNC(*ARGS) as a job of KIND on DEVICE's queue; its id (ours, set before enqueueing: JOB_ID where the
+    caller must find the job again without storing its id, else a random one)."""
     import django_rq
 
-    job_id = uuid.uuid4().hex
+    job_id = job_id or uuid.uuid4().hex
     django_rq.get_queue(queue_name(kind, device)).enqueue(
         func, *args, job_id=job_id, job_timeout=timeout, result_ttl=3600, meta={"owner_id": owner_id}
     )

@@ -19,15 +19,15 @@ STAFF_JOBS = (BenchEvaluation, SynthesisRun, TrainingRun)
 
 def reason_to_fail(run, live):
     """Why RUN can no longer finish, or None while it may."""
-    return _job_cannot_finish(run.job_id, live, ended_early=run.status != Run.Status.QUEUED)
+    return job_cannot_finish(run.job_id, live, ended_early=run.status != Run.Status.QUEUED)
 
 
-def _job_cannot_finish(job_id, live, ended_early=True):
+def job_cannot_finish(job_id, live, ended_early=True):
     """Why the job JOB_ID will never close what it works on, or None while it may."""
     job = queues.fetch(job_id) if job_id else None
     if job is None:
         return "its job is gone from the queue (was Redis restarted?)"
-    status = job.get_status()
+    status = getattr(job.get_status(), "value", None)  # RQ's JobStatus formats as "JobStatus.FAILED"
     if status in ("failed", "stopped", "canceled"):
         result = job.latest_result()
         detail = (result.exc_string or "").strip().splitlines()[-1:] if result else []
@@ -57,13 +57,13 @@ def reconcile(grace=HEARTBEAT_GRACE):
     live = live_workers(queues.connection(), grace)
     closed = 0
     for evaluation in evaluations:
-        reason = _job_cannot_finish(evaluation.job_id, live)
+        reason = job_cannot_finish(evaluation.job_id, live)
         if reason and Evaluation.objects.filter(pk=evaluation.pk, status=evaluation.status).exists():
             log.warning("evaluation %s failed: %s", evaluation.pk, reason)
             actions.set_evaluation(evaluation.pk, Evaluation.Status.FAILED, error=reason)
             closed += 1
     for row in staff:
-        reason = _job_cannot_finish(row.job_id, live)
+        reason = job_cannot_finish(row.job_id, live)
         model = type(row)
         if reason and model.objects.filter(pk=row.pk, status=row.status, job_id=row.job_id).update(
             status=model.Status.FAILED, error=reason, finished_at=django_timezone.now()

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from sandbox.verdict import specialization
-from studio import actions, jobs, queues
+from studio import actions, jobs, packages, queues
 from studio.forms import ProblemUploadForm, RunForm
 from studio.models import KernelVersion, Problem, Run
 
@@ -57,7 +57,7 @@ def validation_status(request, job_id):
     job = queues.fetch(job_id)
     if job is None or job.meta.get("owner_id") != request.user.pk:
         raise Http404("no such validation")
-    status = job.get_status()
+    status = getattr(job.get_status(), "value", None)  # RQ's JobStatus formats as "JobStatus.FAILED"
     if status == "finished":
         result = job.return_value() or {}
         if "problem_id" in result:
@@ -223,19 +223,9 @@ def version_package(request, pk):
         if specialised and not _asks_specialised(request):
             refused = specialised
         else:
-            if version.package_error:  # tried again: the last attempt's error no longer stands
-                KernelVersion.objects.filter(pk=version.pk).update(package_error="")
-                version.package_error = ""
-            device = version.run.device if version.run else version.problem.device
-            queues.enqueue(
-                "package",
-                device,
-                jobs.package_version,
-                version.pk,
-                bool(specialised),
-                owner_id=request.user.pk,
-                timeout=1800,
-            )
+            packages.request(version, bool(specialised), request.user.pk)
+    elif request.method == "GET":
+        packages.check(version)
     return render(request, "studio/_package.html", {"version": version, "refused": refused})
 
 

@@ -18,6 +18,8 @@ from studio.failures import explain
         ),
         ("its worker gpu-0.host stopped answering", "The worker running this (gpu-0.host) stopped answering"),
         ("its job is gone from the queue (was Redis restarted?)", "The queue lost this job"),
+        ("the package build failed: its job canceled", "The job was stopped before it finished."),
+        ("its job JobStatus.CANCELED", "The job was stopped before it finished."),  # as stored before 2026-11-26
         ("no correct solution (max_turns)", "The agent found no correct kernel within its turns."),
         (
             "no correct solution (policy_error: the heuristic cannot plan aten.sort.stable (sorting))",
