@@ -508,7 +508,8 @@ def _shape_trials(ref, cand, ref_jail, cand_jail, config, ready, verdict):
     The candidate stays up after a failure of its own (it reports one and waits); where it died, its violations
     were collected before these trials, and what it did here can no longer change anything measured."""
     verdict.shapes_checked = [describe_shapes(ready["spec"]["inputs"])]
-    variants = ready["variants"]
+    verdict.shapes_skipped = [f"{v['shapes']}: {v['skipped']}" for v in ready["variants"] if v.get("skipped")]
+    variants = [v for v in ready["variants"] if not v.get("skipped")]
     if not variants:
         return
     cand.restart_clock(config.timeout_s)

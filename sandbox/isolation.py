@@ -211,6 +211,7 @@ def environment(private, device, extra=None):
         "OPENBLAS_CORETYPE",
         "OPENBLAS_L2_SIZE",
         "KS_CACHE_DIR",
+        "KS_SHAPE_TRIAL_MEMORY_SHARE",
     ):
         if name in os.environ:
             env[name] = os.environ[name]

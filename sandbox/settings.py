@@ -51,6 +51,9 @@ MEMORY_MB = _int("KS_SANDBOX_MEMORY_MB", 32768)
 FILE_SIZE_MB = _int("KS_SANDBOX_FILE_SIZE_MB", 16384)
 MAX_PROCESSES = _int("KS_SANDBOX_MAX_PROCESSES", 512)
 LOG_LIMIT = _int("KS_SANDBOX_LOG_LIMIT", 20000)
+# A shape trial that scales the batch up is skipped where the reference alone needs more than this share of the
+# device's memory (the host's for the CPU target) at that size: reference and candidate share one device.
+SHAPE_TRIAL_MEMORY_SHARE = _float("KS_SHAPE_TRIAL_MEMORY_SHARE", 0.3)
 # Compiler parallelism per evaluation (ninja uses every core otherwise: PITFALLS.md).
 MAX_JOBS = _int("MAX_JOBS", max(1, min(8, os.cpu_count() or 1)))
 CPU_THREADS = _int("KS_CPU_THREADS", max(1, min(4, os.cpu_count() or 1)))

@@ -49,6 +49,8 @@ class Verdict:
     shape_general: bool | None = None
     failing_shape: str = ""
     shape_failure: str = ""
+    # Variants not tried, each "SHAPES: why" (a larger batch the device cannot hold twice over).
+    shapes_skipped: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -2,8 +2,11 @@
 deterministically and return tensors (validate), and which other input sizes its Model accepts (shape_variants). Every
 refusal is a ValueError whose message the problem's author reads."""
 
+import os
+
 import torch
 
+from sandbox import settings
 from sandbox.problem import (
     batch_candidates,
     declared_variants,
@@ -82,10 +85,32 @@ def validate(module, device, init_seed, seed):
     return model, spec
 
 
+def memory_budget(device):
+    """Bytes one process may use for a shape trial that scales the batch up: a share of the device's memory (the
+    host's, within the jail's limit, on the CPU), since the reference and the candidate hold their tensors at once."""
+    if device == "cuda":
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    else:
+        total = min(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), settings.MEMORY_MB << 20)
+    return int(total * settings.SHAPE_TRIAL_MEMORY_SHARE), total
+
+
+def _peak_bytes(device, inputs, tensors, base):
+    """What the reference held at its peak for one variant: the allocator's peak on CUDA; on the CPU its inputs, the
+    batch's first draw (from which the larger batch was concatenated) and its outputs."""
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() - base
+    held = [t for t in list(inputs) + list(tensors) if isinstance(t, torch.Tensor)]
+    return 2 * sum(t.numel() * t.element_size() for t in held)
+
+
 def shape_variants(module, model, device, seed):
     """The input variants the reference Model accepts (sandbox.problem's records), each with its input shapes and its
     output's spec: the problem's declared get_input_variants(), else its batch scaled down and up. A declared variant
-    the Model rejects makes the problem invalid (ValueError); a batch size it rejects is not a variant."""
+    the Model rejects makes the problem invalid (ValueError); a batch size it rejects is not a variant. A larger batch
+    whose reference alone needs more than memory_budget() is returned with "skipped" (its reason) and not tried:
+    two processes holding it at once would run the device out of memory, whatever the solution."""
+    budget, total = memory_budget(device)
     try:
         declared = declared_variants(module)
     except Exception as exc:
@@ -99,6 +124,11 @@ def shape_variants(module, model, device, seed):
         if variant["kind"] == "batch" and variant["scale"] in scales:
             continue  # this batch size is covered by a more inclusive variant already
         where = f"get_input_variants()[{variant.get('index')}]"
+        base = 0
+        if device == "cuda":
+            release_memory(device)
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
         try:
             inputs = variant_inputs(module, variant, seed, device)
             with torch.no_grad():
@@ -114,14 +144,21 @@ def shape_variants(module, model, device, seed):
             if declared:
                 raise ValueError(f"{where}: Model.forward returned {type(out).__name__}, not tensors")
             continue
-        found.append(
-            {
-                **variant,
-                "shapes": describe_shapes(spec_of(inputs)),
-                "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
-                "output_bytes": sum(t.numel() * t.element_size() for t in tensors),
-            }
-        )
-        scales.add(variant.get("scale"))
+        record = {
+            **variant,
+            "shapes": describe_shapes(spec_of(inputs)),
+            "outputs": spec_of(out if len(tensors) > 1 else tensors[0]),
+            "output_bytes": sum(t.numel() * t.element_size() for t in tensors),
+        }
+        peak = _peak_bytes(device, inputs, tensors, base)
         inputs = out = tensors = None
+        release_memory(device)
+        if variant["kind"] == "batch" and variant["scale"] > 1 and peak > budget:
+            record["skipped"] = (
+                f"the reference alone needs {peak / 2**30:.1f} GiB at these shapes, over "
+                f"{settings.SHAPE_TRIAL_MEMORY_SHARE:.0%} of the {'device' if device == 'cuda' else 'host'}'s "
+                f"{total / 2**30:.1f} GiB (KS_SHAPE_TRIAL_MEMORY_SHARE)"
+            )
+        found.append(record)
+        scales.add(variant.get("scale"))
     return found

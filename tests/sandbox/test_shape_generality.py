@@ -57,6 +57,35 @@ def test_declared_variants_replace_batch_scaling_and_may_be_functions():
         declared_variants(_Module(list, lambda: torch.randn(2)))
 
 
+def test_a_larger_batch_the_device_cannot_hold_twice_is_skipped_with_its_reason(monkeypatch):
+    from sandbox import settings
+    from sandbox.workers.validation import shape_variants
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    module = _Module(lambda: [torch.randn(64, 256)])
+    monkeypatch.setattr(settings, "SHAPE_TRIAL_MEMORY_SHARE", 1e-6)  # a few kilobytes: the doubled batch is over
+    variants = shape_variants(module, Model(), "cpu", 5)
+    assert [(v["scale"], v["shapes"]) for v in variants] == [(0.5, "(32, 256)"), (2, "(128, 256)")]
+    assert "skipped" not in variants[0]
+    assert "the reference alone needs" in variants[1]["skipped"], variants[1]
+    assert "KS_SHAPE_TRIAL_MEMORY_SHARE" in variants[1]["skipped"]
+    monkeypatch.setattr(settings, "SHAPE_TRIAL_MEMORY_SHARE", 0.3)
+    assert not any("skipped" in v for v in shape_variants(module, Model(), "cpu", 5))
+
+
+def test_the_verdict_names_the_shapes_it_skipped_and_checks_the_others(
+    run_eval, files, elementwise, sources, monkeypatch
+):
+    monkeypatch.setenv("KS_SHAPE_TRIAL_MEMORY_SHARE", "1e-6")  # read by the jailed reference worker
+    v = run_eval(elementwise, files.workspace(sources["STABLE_WORKSPACE"]))
+    assert v.status == "ok", (v.status, v.log[-2000:])
+    assert v.shapes_checked == [PROBLEM_SHAPES, HALF] and v.shape_general is True
+    assert len(v.shapes_skipped) == 1 and v.shapes_skipped[0].startswith(f"{DOUBLE}: the reference alone needs")
+
+
 def test_a_solution_specialized_to_the_problems_shape_is_not_shape_general(run_eval, files, elementwise, sources):
     v = run_eval(elementwise, files.workspace(sources["SPECIALIZED_WORKSPACE"]))
     # Right at the problem's shapes, rewarded there as before...
