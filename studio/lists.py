@@ -1,13 +1,16 @@
-"""A user's lists: "my runs" (status, best speedup, filters, retry, delete) and their problems (delete)."""
+"""A user's lists: "my runs" and "my problems", each with status, best speedup, filters, run again and delete."""
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.db.models import Count, FloatField, Max, OuterRef, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from studio.deletion import delete_problem, delete_run
-from studio.models import Problem, Run
+from studio.forms import RunForm
+from studio.models import KernelVersion, Problem, Run
 from studio.verdicts import best_speedup
 from studio.views import start_run, visible
 
@@ -61,10 +64,67 @@ def run_delete(request, pk):
     return redirect(request.POST.get("next") or "runs")
 
 
+class ProblemFilterForm(forms.Form):
+    name = forms.CharField(
+        required=False, label="name", widget=forms.TextInput(attrs={"placeholder": "problem name contains"})
+    )
+    device = RunFilterForm.base_fields["device"]
+    status = forms.ChoiceField(
+        choices=[("", "latest run: any"), ("none", "never run")]
+        + [(value, f"latest run {label.lower()}") for value, label in Run.Status.choices],
+        required=False,
+    )
+
+
+def best_speedups(problem_ids):
+    """{problem id: the best speedup against eager (PyTorch default) of any correct version of it}, as for runs."""
+    speedup = Cast(KT("verdict__speedup_vs_eager"), FloatField())
+    rows = (
+        KernelVersion.objects.filter(problem_id__in=problem_ids, verdict__correct=True)
+        .values("problem_id")
+        .annotate(best=Max(speedup))
+    )
+    return {row["problem_id"]: row["best"] for row in rows}
+
+
 @login_required
 def problem_list(request):
-    problems = visible(Problem.objects.annotate(run_count=Count("runs")), request.user)[:200]
-    return render(request, "studio/problems.html", {"problems": problems})
+    form = ProblemFilterForm(request.GET or None)
+    latest = Run.objects.filter(problem=OuterRef("pk")).order_by("-created_at")
+    problems = visible(Problem.objects.all(), request.user).annotate(
+        run_count=Count("runs"),
+        latest_run=Subquery(latest.values("pk")[:1]),
+        latest_status=Subquery(latest.values("status")[:1]),
+    )
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["name"]:
+            problems = problems.filter(name__icontains=data["name"])
+        if data["device"]:
+            problems = problems.filter(device=data["device"])
+        if data["status"] == "none":
+            problems = problems.filter(latest_run__isnull=True)
+        elif data["status"]:
+            problems = problems.filter(latest_status=data["status"])
+    problems = list(problems[:200])
+    best = best_speedups([p.pk for p in problems])
+    for problem in problems:
+        problem.best_speedup = best.get(problem.pk)
+    return render(request, "studio/problems.html", {"problems": problems, "form": form})
+
+
+@login_required
+@require_POST
+def problem_run_again(request, pk):
+    """A new run of the problem with its latest run's policy, target and turns, or the run form's defaults."""
+    problem = get_object_or_404(visible(Problem.objects.all(), request.user), pk=pk)
+    last = problem.runs.order_by("-created_at").first()
+    if last is not None:
+        fields = {"policy": last.policy, "device": last.device, "max_turns": last.max_turns}
+    else:
+        fields = {"policy": RunForm.base_fields["policy"].initial, "device": problem.device}
+        fields["max_turns"] = RunForm.base_fields["max_turns"].initial
+    return redirect("run", start_run(request.user, problem, **fields).pk)
 
 
 @login_required

@@ -10,6 +10,7 @@ urlpatterns = [
     path("problems/", lists.problem_list, name="problems"),
     path("problems/new", views.problem_new, name="problem_new"),
     path("problems/<int:pk>/delete", lists.problem_delete, name="problem_delete"),
+    path("problems/<int:pk>/run-again", lists.problem_run_again, name="problem_run_again"),
     path("problems/validation/<str:job_id>", views.validation_status, name="validation_status"),
     path("problems/<int:pk>", views.problem_detail, name="problem"),
     path("problems/<int:pk>/runs", views.run_new, name="run_new"),
