@@ -107,20 +107,46 @@ def speedup(baseline, precision, baseline_ms, runtime_ms, baseline_spread, runti
     return Speedup(baseline, precision, baseline_ms, ratio, low, high, baseline_spread)
 
 
+def kernel_base_name(name):
+    """A kernel's function name alone: torch.profiler prints "void ns::k<64>(float const*, int)" where Nsight Compute
+    may print "k" or "void ns::k<64>(const float *, int)", so the two tables are joined on this."""
+    head = name.replace("(anonymous namespace)", "").split("(", 1)[0]
+    depth, kept = 0, []
+    for ch in head:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            kept.append(ch)
+    words = "".join(kept).split()
+    return words[-1].rsplit("::", 1)[-1] if words else name
+
+
+def _ncu_row(ncu, name):
+    """The Nsight Compute row of the kernel NAME: the same name, else the only row with its base name."""
+    if name in ncu:
+        return ncu[name]
+    same = [row for key, row in ncu.items() if kernel_base_name(key) == kernel_base_name(name)]
+    return same[0] if len(same) == 1 else {}
+
+
 def kernel_rows(profile):
     """The candidate's heaviest kernels (torch.profiler), with Nsight Compute's achieved DRAM and SM throughput as a
     share of the GPU's peak where ncu measured them."""
-    ncu = {row.get("name"): row for row in profile.get("ncu_candidate") or []}
-    rows = [
-        KernelRow(
-            r.get("name", "?"),
-            _number(r.get("share_pct")),
-            _number(r.get("mean_us")),
-            _number((ncu.get(r.get("name")) or {}).get("dram_pct")),
-            _number((ncu.get(r.get("name")) or {}).get("sm_pct")),
+    ncu = {row.get("name"): row for row in profile.get("ncu_candidate") or [] if row.get("name")}
+    rows = []
+    for r in (profile.get("candidate") or [])[:8]:
+        measured = _ncu_row(ncu, r.get("name", "?"))
+        rows.append(
+            KernelRow(
+                r.get("name", "?"),
+                _number(r.get("share_pct")),
+                _number(r.get("mean_us")),
+                _number(measured.get("dram_pct")),
+                _number(measured.get("sm_pct")),
+            )
         )
-        for r in (profile.get("candidate") or [])[:8]
-    ]
     if not rows:
         rows = [
             KernelRow(

@@ -5,7 +5,7 @@ import pytest
 
 from sandbox import Verdict
 from studio.charts import speedup_bars
-from studio.verdicts import speedup, view
+from studio.verdicts import kernel_base_name, speedup, view
 
 
 def timing(ms, spread):
@@ -108,6 +108,34 @@ def test_the_profile_joins_nsight_throughput_to_the_kernel_table():
     )
     [row] = view(verdict).kernels
     assert (row.name, row.share_pct, row.dram_pct, row.sm_pct) == ("gemm_kernel", 80.0, 41.5, 88.0)
+
+
+def test_the_profile_joins_kernels_that_the_two_tools_name_differently():
+    verdict = gemm_verdict(
+        profile={
+            "candidate": [
+                {"name": "void ks::gemm_tf32<64, 4>(float const*, float const*, float*, int)", "share_pct": 70.0},
+                {"name": "void (anonymous namespace)::relu_epilogue<float>(float*, int)", "share_pct": 20.0},
+                {"name": "void pack<float>(float const*)", "share_pct": 10.0},
+            ],
+            "ncu_candidate": [
+                {"name": "gemm_tf32", "duration_us": 390.0, "dram_pct": 41.5, "sm_pct": 88.0},
+                {
+                    "name": "void relu_epilogue<float>(float *, int)",
+                    "duration_us": 9.0,
+                    "dram_pct": 91.0,
+                    "sm_pct": 7.0,
+                },
+                # Two instantiations of one template: which is which cannot be told, so neither is claimed.
+                {"name": "pack<float>", "duration_us": 2.0, "dram_pct": 50.0, "sm_pct": 5.0},
+                {"name": "pack<half>", "duration_us": 1.0, "dram_pct": 30.0, "sm_pct": 5.0},
+            ],
+        }
+    )
+    assert [(k.dram_pct, k.sm_pct) for k in view(verdict).kernels] == [(41.5, 88.0), (91.0, 7.0), (None, None)]
+    assert kernel_base_name("void at::native::vectorized_elementwise_kernel<4, X<float>>(int, F)") == (
+        "vectorized_elementwise_kernel"
+    )
 
 
 def test_the_bars_are_drawn_from_the_one_line_faster_right_slower_left():
