@@ -12,6 +12,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from studio.failures import explain
 from studio.models import Run, RunEvent
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ def evaluation_message(evaluation, log_chars=8000):
         "by": evaluation.owner.get_username(),
         "status": evaluation.status,
         "error": evaluation.error,
+        "failure": explain(evaluation.error).sentence if evaluation.error else "",  # the error as a sentence to act on
         "verdict": verdict,
     }
 

@@ -129,7 +129,7 @@
     showAfter(p.evaluation);
     if (p.status === "failed") {
       statusLine.className = "error-text";
-      statusLine.textContent = "The evaluation could not finish: " + p.error;
+      statusLine.textContent = "The evaluation could not finish. " + (p.failure || p.error);
       return;
     }
     const v = p.verdict;

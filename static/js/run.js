@@ -38,7 +38,7 @@
     }
     card.innerHTML = "";
     card.appendChild(el("h3", null, "Edit of version #" + p.version + " by " + p.by));
-    const line = p.verdict ? KS.verdictLine(p.verdict) : (p.error || "evaluation " + p.status + "…");
+    const line = p.verdict ? KS.verdictLine(p.verdict) : (p.failure || p.error || "evaluation " + p.status + "…");
     card.appendChild(el("p", "verdict" + (p.verdict ? " reward-" + p.verdict.reward : ""), line));
     if (p.verdict && p.verdict.log) {
       const details = el("details");

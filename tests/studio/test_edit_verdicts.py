@@ -53,3 +53,7 @@ def test_an_edits_verdict_is_rendered_for_the_editor_to_show_beside(client, run)
     actions.set_evaluation(evaluation.pk, Evaluation.Status.FAILED, error="its worker w1 stopped answering")
     failed = client.get(f"/evaluations/{evaluation.pk}/verdict").content.decode()
     assert "The worker running this (w1) stopped answering" in failed
+    # The run's stream carries the sentence too: the editor's status line and the run page's card show it.
+    streamed = run.events.filter(kind="evaluation").order_by("seq").last().payload
+    assert streamed["failure"].startswith("The worker running this (w1) stopped answering")
+    assert streamed["error"] == "its worker w1 stopped answering"
