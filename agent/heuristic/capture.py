@@ -5,6 +5,8 @@ reductions and elementwise ops it fuses), keeping scaled_dot_product_attention w
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
 
+import functools
+
 import torch
 
 from agent.heuristic.errors import Unsupported
@@ -97,6 +99,12 @@ EXTRA = (
 
 
 def _decompositions():
+    """The decomposition table export runs (a copy: run_decompositions may change what it is given)."""
+    return _decomposition_table().copy()
+
+
+@functools.cache
+def _decomposition_table():
     table = torch.export.default_decompositions()
     for op in KEPT:
         table.pop(op, None)
