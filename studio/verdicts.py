@@ -1,6 +1,7 @@
 """What a page shows of a sandbox verdict, answer first: correct or not, speedups with their spread against both
 baselines at PyTorch's default and at matched precision, the reward and what it means, and the CUDA profile."""
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from sandbox.reward import meaning, schedule_of
@@ -94,17 +95,22 @@ def _spread(timing, key):
     return _number((timing.get(key) or {}).get("spread_pct"))
 
 
+def quartile_factor(spread_pct):
+    """K such that the quartiles lie at median / K and median * K for a spread (inter-quartile range over the median)
+    of SPREAD_PCT: K - 1/K = spread. Timings are skewed to the slow side and never negative, so the quartiles are
+    taken as symmetric on a log scale (about half the spread either side while it is small, still above 0 past 200%)."""
+    s = max(spread_pct or 0.0, 0.0) / 100.0
+    return (s + math.sqrt(s * s + 4.0)) / 2.0
+
+
 def speedup(baseline, precision, baseline_ms, runtime_ms, baseline_spread, runtime_spread):
-    """The bar of RUNTIME_MS against BASELINE_MS with the error bar the two spreads give (None without both times).
-    A spread is the inter-quartile range over the median, so each quartile lies about half of it from the median: the
-    bar runs from the baseline's low quartile over the candidate's high one to the other way round."""
+    """The bar of RUNTIME_MS against BASELINE_MS with the error bar the two spreads give (None without both times):
+    from the baseline's low quartile over the candidate's high one to the other way round."""
     if not baseline_ms or not runtime_ms:
         return None
-    b, c = (baseline_spread or 0.0) / 200.0, (runtime_spread or 0.0) / 200.0
+    b, c = quartile_factor(baseline_spread), quartile_factor(runtime_spread)
     ratio = baseline_ms / runtime_ms
-    low = baseline_ms * (1 - b) / (runtime_ms * (1 + c))
-    high = baseline_ms * (1 + b) / (runtime_ms * max(1 - c, 1e-6))
-    return Speedup(baseline, precision, baseline_ms, ratio, low, high, baseline_spread)
+    return Speedup(baseline, precision, baseline_ms, ratio, ratio / (b * c), ratio * b * c, baseline_spread)
 
 
 def kernel_base_name(name):
