@@ -85,6 +85,8 @@
       const layout = document.getElementById("run-layout");
       layout.classList.toggle("live", !finished);
       layout.classList.toggle("done", finished);
+      // A finished run has no worker to speak of (its job may still say "started" for a moment).
+      if (finished) document.querySelectorAll(".run-meta .worker-status").forEach((e) => e.remove());
       if (live) summaryChanged();  // stored events replayed at load are already in the page's summary
     } else if (event.kind === "version") {
       document.getElementById("versions").hidden = false;

@@ -101,3 +101,12 @@ def test_nothing_is_shown_for_a_run_without_a_pending_job_and_strangers_get_404(
     stranger = get_user_model().objects.create_user("eve", password="pw")
     client.force_login(stranger)
     assert client.get(f"/jobs/{job.id}/worker").status_code == 404
+
+
+def test_a_finished_run_shows_no_worker_even_while_its_job_still_says_it_pends(client, owner, queue):
+    # The run job stores the final status before RQ marks the job finished: a page loaded between says nothing.
+    job = queue.enqueue(time.sleep, 60, meta={"owner_id": owner.pk})
+    run = run_with(owner, job)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    page = client.get(f"/runs/{run.pk}").content.decode()
+    assert "worker offline" not in page and "worker live" not in page
