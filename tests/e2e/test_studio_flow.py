@@ -1,7 +1,8 @@
 """A person's whole path through the studio in Chromium: sign up, sign in, see each upload error beside its field,
 upload a problem, watch a heuristic run live on the CPU target (reloading mid-run) until its page leads with the
 verdict and speedup bars, edit and evaluate a kernel with the verdicts before and after side by side, diff two
-versions, download the package, run again and delete from "my runs", follow a staff evaluation's progress.
+versions, download the package, run again and delete from "my runs" and "my problems", follow a staff evaluation's
+progress.
 Screenshots: artifacts/e2e/."""
 
 import gzip
@@ -135,6 +136,17 @@ def test_a_heuristic_run_streams_turn_cards_live_and_a_reload_shows_no_gap(page,
     # Live: cards arrive over the WebSocket while the page stays loaded.
     page.wait_for_selector("#timeline li.card-turn", timeout=180_000)
     first = len(turn_indexes(page))
+    # While it runs (read in one go: the page may finish meanwhile), the turns lead and only Cancel is offered.
+    live = page.evaluate(
+        """() => { const top = (s) => { const e = document.querySelector(s); return e && !e.hidden ?
+            e.getBoundingClientRect().top : Infinity; };
+          return { status: document.getElementById('run-status').textContent,
+                   turnsFirst: top('.run-turns') < Math.min(top('#kernels'), top('#versions')),
+                   cancel: !!document.getElementById('run-cancel'), retry: !!document.getElementById('run-retry'),
+                   verdict: !!document.getElementById('run-verdict') }; }"""
+    )
+    if live["status"] == "running":
+        assert live["turnsFirst"] and live["cancel"] and not live["retry"] and not live["verdict"], live
     shot(page, "04-run-live")
     if page.inner_text("#run-status") == "running":
         page.reload()  # mid-run: stored cards are rendered, then the stream resumes after the last seq
@@ -161,6 +173,8 @@ def test_a_heuristic_run_streams_turn_cards_live_and_a_reload_shows_no_gap(page,
         "document.querySelector('#timeline').getBoundingClientRect().top"
     )
     assert page.locator("#run-cancel").count() == 0 and page.locator("#run-retry").count() == 1
+    assert page.locator(".run-meta .worker-status").count() == 0  # no worker indicator once the run ended
+    assert all(float(x) > 0 for x in re.findall(r"\(([-\d.]+)–", page.text_content("#run-verdict svg.speedups")))
     shot(page, "06-run-finished")
 
 
@@ -273,6 +287,29 @@ def test_my_runs_runs_again_and_deletes(page, studio, shot):
     shot(page, "12-my-runs-after-delete")
 
 
+def test_my_problems_show_the_best_speedup_run_again_and_delete(page, studio, shot):
+    problem_id = int(needs("problem").rsplit("/", 1)[1])
+    page.goto(studio.url + "/problems/")
+    row = page.locator(f"#problem-row-{problem_id}")
+    assert "succeeded" in row.locator(".latest-status").inner_text()
+    assert re.fullmatch(r"\d+\.\d\dx", row.locator(".best-speedup").inner_text().strip())
+    page.goto(studio.url + "/problems/?status=none")
+    assert page.locator(f"#problem-row-{problem_id}").count() == 0
+    page.goto(studio.url + "/problems/?name=SIGMOID")
+    shot(page, "13-my-problems")
+    page.locator(f"#problem-row-{problem_id} >> text=Run again").click()
+    page.wait_for_url(re.compile(r"/runs/\d+$"))
+    assert page.inner_text("#run-status") in ("queued", "running", "succeeded")
+    page.goto(studio.url + "/problems/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_navigation():
+        page.locator(f"#problem-row-{problem_id} >> text=Delete").click()
+    assert page.locator(f"#problem-row-{problem_id}").count() == 0
+    page.goto(studio.url + "/runs/?problem=sigmoid_scale")
+    assert page.locator("#run-list").count() == 0 and "No run matches" in page.inner_text("main")
+    shot(page, "14-my-problems-after-delete")
+
+
 def test_staff_follow_an_evaluations_progress(page, studio, shot):
     with psycopg.connect(studio.database_url.replace("postgres://", "postgresql://")) as conn:
         user_id = conn.execute("SELECT id FROM auth_user WHERE username = %s", [studio.username]).fetchone()[0]
@@ -286,4 +323,4 @@ def test_staff_follow_an_evaluations_progress(page, studio, shot):
     assert "4 of 10 problems done" in page.inner_text("#evaluation-progress")
     assert page.inner_text(".current-problem") == "level1/5_Matrix_scalar"
     assert page.inner_text(".elapsed").startswith("elapsed 10 min") and "left" in page.inner_text(".eta")
-    shot(page, "13-staff-evaluation-progress")
+    shot(page, "15-staff-evaluation-progress")
