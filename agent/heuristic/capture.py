@@ -1,7 +1,9 @@
 """Capture a module's forward as an ATen graph with shapes: torch.export, then export through dynamo (strict).
 
 The graph is decomposed to core ATen plus the decompositions of the norms and softmaxes (so the planner sees
-reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family.
+reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family and
+the recurrent layers (aten.lstm, gru, rnn_tanh, rnn_relu) whole for the RNN family: unrolled, every step of every
+layer would land in the graph.
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
 
@@ -14,7 +16,14 @@ from agent.heuristic.errors import Unsupported
 aten = torch.ops.aten
 
 # Whole ops the planner has a family for: never decomposed.
-KEPT = (aten.scaled_dot_product_attention.default,)
+KEPT = (
+    aten.scaled_dot_product_attention.default,
+    *(
+        getattr(getattr(aten, op), overload)
+        for op in ("lstm", "gru", "rnn_tanh", "rnn_relu")
+        for overload in ("input", "data")
+    ),
+)
 # Decomposed further than core ATen: the planner fuses their reductions and elementwise parts itself.
 EXTRA = (
     aten._softmax.default,
@@ -191,10 +200,6 @@ def capture(model, inputs, build_fake=None):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
     every capture}. BUILD_FAKE(mode), when given, builds (model, inputs) again under a FakeTensorMode: CPU tensors that
     hold no memory, so constants made in forward keep their values and meet the model on its own device."""
-    recurrent = [type(m).__name__ for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
-    if recurrent:
-        # export unrolls every step of every layer into the graph: minutes of tracing for a long sequence
-        return {"ok": False, "reason": f"recurrent layer nn.{recurrent[0]}: the heuristic has no RNN family yet"}
     reasons = []
     attempts = [
         ("torch.export", False, "fake"),

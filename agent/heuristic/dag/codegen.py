@@ -7,8 +7,9 @@ import re
 from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
 from agent.heuristic.conv import HEADERS as CONV_HEADERS
 from agent.heuristic.conv import cpp_conv
-from agent.heuristic.dag import attention, scan
+from agent.heuristic.dag import attention, rnn, scan
 from agent.heuristic.dag.cexpr import Emitter, Scope
+from agent.heuristic.dag.ir import MATERIALIZED
 from agent.heuristic.batch import Specialized
 from agent.heuristic.emit import (
     BATCH_DECLARATION,
@@ -139,6 +140,11 @@ class Writer:
 
     def attention(self, kernel):
         name, reads, source, headers = attention.source(kernel, self.plan.buffers, self.device, self.params)
+        self.headers |= set(headers)
+        self.functions.append((name, reads, kernel.node.ctype, source, kernel))
+
+    def rnn(self, kernel):
+        name, reads, source, headers = rnn.source(self, kernel)
         self.headers |= set(headers)
         self.functions.append((name, reads, kernel.node.ctype, source, kernel))
 
@@ -288,7 +294,7 @@ class Writer:
         if self.device == "cpu":
             prelude = CPP_PRELUDE + "#include <limits>\n"
         else:
-            gemm = any(k.kind == "gemm" for k in self.plan.kernels)
+            gemm = any(k.kind in ("gemm", "rnn") for k in self.plan.kernels)
             prelude = (
                 CUDA_PRELUDE.format(block=256)
                 + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
@@ -309,7 +315,7 @@ def _reads(node, target):
         current = stack.pop()
         if current is target:
             return True
-        if current.name in seen or current.kind in ("gemm", "conv", "attention", "scan", "reduce", "pool"):
+        if current.name in seen or current.kind in MATERIALIZED:
             continue
         seen.add(current.name)
         stack += current.args
@@ -456,6 +462,6 @@ def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=N
     }
     for header in writer.headers:
         files[f"kernels/{header}"] = (
-            template(header) if not header.startswith("ks_attention") else attention.template_text(header)
+            attention.template_text(header) if header.startswith(("ks_attention", "ks_rnn")) else template(header)
         )
     return files

@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from agent.heuristic.dag import rnn
 from agent.heuristic.dag.ir import FLOATS, Graph, T, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
 
@@ -614,6 +615,18 @@ class Lowering:
         p = self.pointwise("div", [e, total], "float32")
         out = self.add("gemm", [batch, lq, v.shape[-1]], "float32", [p, v3])
         return self.view(out, ("view", "default"), node["shape"])
+
+    def op_lstm(self, node, args, kw, overload):
+        return rnn.lower(self, node, "lstm", overload)
+
+    def op_gru(self, node, args, kw, overload):
+        return rnn.lower(self, node, "gru", overload)
+
+    def op_rnn_tanh(self, node, args, kw, overload):
+        return rnn.lower(self, node, "rnn_tanh", overload)
+
+    def op_rnn_relu(self, node, args, kw, overload):
+        return rnn.lower(self, node, "rnn_relu", overload)
 
     def op_native_dropout(self, node, args, kw, overload):
         p, train = args[1], args[2]

@@ -9,6 +9,7 @@ more to recompute than to store. Dead and identity nodes never appear (only what
 import math
 from dataclasses import asdict, dataclass, field
 
+from agent.heuristic.dag import rnn
 from agent.heuristic.dag.ir import LEAVES, MATERIALIZED, T, contiguous_strides
 from agent.heuristic.errors import Unsupported
 
@@ -97,15 +98,16 @@ class Scheduler:
     def in_memory(self, node):
         return node.kind in ("input", "param", "buffer", "constant") or node.name in self.stored
 
-    def contiguous_operand(self, node):
-        """NODE as a contiguous buffer: itself, the base of a reshape of a stored node, or stored now."""
+    def contiguous_operand(self, node, prefix=False):
+        """NODE as a contiguous buffer: itself, the base of a reshape of a stored node, or stored now. PREFIX: the
+        reader takes NODE's elements from the start of a longer buffer too (a GEMM's A of an RNN's states)."""
         base, strides, offset = _strided(node)
         if (
             self.in_memory(base)
             and base.kind != "constant"
             and offset == 0
             and strides == contiguous_strides(node.shape)
-            and base.numel == node.numel
+            and (base.numel == node.numel or prefix and base.numel > node.numel)
         ):
             return base
         self.store(node)
@@ -116,7 +118,7 @@ class Scheduler:
         batch = node.shape[0] if len(node.shape) == 3 else 1
         m, n = node.shape[-2:]
         k = a.shape[-1]
-        a_buf = self.contiguous_operand(a)
+        a_buf = self.contiguous_operand(a, prefix=True)
         base, strides, offset = _strided(b)
         transposed, w_stride = None, None
         if self.in_memory(base) and base.kind != "constant" and offset == 0:
@@ -152,6 +154,8 @@ class Scheduler:
             elif node.kind == "conv":
                 x, w = node.args
                 self.layouts[node.name] = {"x": self.contiguous_operand(x), "w": self.contiguous_operand(w)}
+            elif node.kind == "rnn":
+                self.layouts[node.name] = rnn.layout(self, node)
             elif node.kind == "attention":
                 self.layouts[node.name] = {"inputs": [self.contiguous_operand(a) for a in node.args[:3]]}
                 if len(node.args) > 3:
@@ -189,7 +193,7 @@ class Scheduler:
         self.store(user_output)
         for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
             if node.name in self.stored:
-                kind = node.kind if node.kind in ("scan", "gemm", "conv", "attention") else "loop"
+                kind = node.kind if node.kind in ("scan", "gemm", "conv", "attention", "rnn") else "loop"
                 self.kernels.append(Kernel(kind, node, node.name, self.layouts.get(node.name, {})))
         for node, kind, target in self.graph.outputs:
             if kind == "buffer_mutation":
