@@ -125,8 +125,9 @@ def scalar_checks(scalars):
     )
 
 
-def model_new_source(describe, preload, problem_source, params, checks, call):
-    """model_new.py of a heuristic plan: the reference's parameters, the scalar CHECKS, then `ops.fused(CALL)`."""
+def model_new_source(describe, preload, problem_source, params, checks, call, methods=""):
+    """model_new.py of a heuristic plan: the reference's parameters, the scalar CHECKS, then `ops.fused(CALL)`;
+    METHODS: more of ModelNew's methods (a DAG plan's folded values)."""
     return f'''"""Written by Kernel Studio's heuristic policy: {describe}."""
 import torch
 import torch.nn as nn
@@ -153,7 +154,7 @@ class ModelNew(nn.Module):
             self.register_buffer(name, buffer)
         # Looked up once: loading a state dict or .to(device) updates these same Parameter objects in place.
         self._ks_params = [self.get_parameter(name) for name in {params!r}]
-
+{methods}
     def forward(self, *inputs):
 {checks}        return ops.fused({call})
 '''

@@ -1,8 +1,10 @@
 """DagPlan -> native workspace files: every kernel in kernels/fused.cpp (C++) or kernels/fused.cu (CUDA), the binding
 that allocates the intermediates and calls them in order, and model_new.py."""
 
+import functools
 import math
 import re
+from pathlib import Path
 
 from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
 from agent.heuristic.conv import HEADERS as CONV_HEADERS
@@ -332,6 +334,13 @@ static cublasHandle_t ks_cublas() {
 """
 
 
+@functools.cache
+def _replay_support():
+    """ks_replay.h, beside this module: the binding's whole-forward replay, written into binding.cpp itself (the
+    binding is compiled on its own, without the kernels' folder on its include path)."""
+    return (Path(__file__).parent / "ks_replay.h").read_text()
+
+
 def _c_number(value, dtype):
     if dtype == "bool":
         return "true" if value else "false"
@@ -340,49 +349,45 @@ def _c_number(value, dtype):
     return f"{int(value)}LL"
 
 
-def _arguments(plan):
-    """The leaves the binding takes, in order: model inputs by position, then parameters, then buffers."""
-    live = {p for f in plan.writer.functions for p in f[1]}
+def _arguments(plan, once=False):
+    """The leaves the binding's fused operator takes (ONCE: its fold operator), in order: model inputs by position,
+    then parameters, then buffers, then the folded values."""
+    functions = [f for f in plan.writer.functions if f[4].once == once]
+    live = {p for f in functions for p in f[1]}
+    targets = {f[4].target for f in functions}
     leaves = [
         n
         for n in plan.graph.nodes
-        if n.kind in ("input", "param", "buffer")
-        and (plan.buffers[n.name] in live or any(k.target == f"buffer:{n.attrs['ref']}" for k in plan.kernels))
+        if n.kind in ("input", "param", "buffer", "folded")
+        and (plan.buffers[n.name] in live or (n.kind == "buffer" and f"buffer:{n.attrs['ref']}" in targets))
     ]
-    order = {"input": 0, "param": 1, "buffer": 2}
-    return sorted(leaves, key=lambda n: (order[n.kind], n.attrs["ref"] if n.kind == "input" else 0))
+    order = {"input": 0, "param": 1, "buffer": 2, "folded": 3}
+    return sorted(leaves, key=lambda n: (order[n.kind], n.attrs["ref"] if n.kind in ("input", "folded") else 0))
 
 
-def binding(plan, device, leaves, batch=None, reason=None):
-    """binding.cpp of PLAN: checks, buffers and kernel calls in order. BATCH: the leaf whose dim 0 the kernels read at
-    run time (None: they keep the problem's shapes, for REASON)."""
-    writer = plan.writer
-    decls, calls, allocs = [], [], []
-    stream = ", cudaStream_t" if device == "cuda" else ""
-    by_target = {f"buffer:{n.attrs['ref']}": n for n in leaves if n.kind == "buffer"}
-    first = plan.buffers[leaves[0].name] if leaves else None
-    if first is None:
-        raise ValueError("a plan without any input")
-    for name, reads, ctype, _, kernel in writer.functions:
-        params = ", ".join(f"const {writer.ctype_of(p)}*" for p in reads)
-        decls.append(f"void {name}({params}{', ' if reads else ''}{ctype}*{stream});")
+def _steps(plan, device, functions, first, by_target, stream):
+    """(allocations, calls) of FUNCTIONS in order: each output buffer allocated like FIRST, each kernel called on
+    STREAM (an expression)."""
+    writer, allocs, calls = plan.writer, [], []
+    for name, reads, ctype, _, kernel in functions:
         if kernel.target.startswith("buffer:"):
-            target = by_target[kernel.target]
-            out = f"({ctype}*){plan.buffers[target.name]}.data_ptr()"
+            out = f"({ctype}*){plan.buffers[by_target[kernel.target].name]}.data_ptr()"
         else:
             out_name = plan.buffers[kernel.node.name]
             shape = plan.output_shape if kernel.node is plan.output else kernel.node.shape
             dims = ", ".join(str(d) for d in shape)
             allocs.append(
-                f"    Tensor {out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
+                f"{out_name} = torch::stable::new_empty({first}, {{{dims}}}, "
                 f"torch::headeronly::ScalarType::{SCALAR_TYPES[kernel.node.dtype]});"
             )
             out = f"({ctype}*){out_name}.data_ptr()"
         ptrs = "".join(f"(const {writer.ctype_of(p)}*){p}.data_ptr(), " for p in reads)
-        calls.append(f"    {name}({ptrs}{out}{', (cudaStream_t)stream' if device == 'cuda' else ''});")
-        allocs.append(calls.pop())
-    params = ", ".join(f"Tensor {plan.buffers[n.name]}" for n in leaves)
-    definitions, checks = binding_checks(
+        calls.append(f"{name}({ptrs}{out}{f', {stream}' if device == 'cuda' else ''});")
+    return allocs, calls
+
+
+def _leaf_checks(plan, leaves, reason):
+    return binding_checks(
         [
             (plan.buffers[n.name], f"input {n.attrs['ref']}", n.shape, None)
             if n.kind == "input"
@@ -391,14 +396,87 @@ def binding(plan, device, leaves, batch=None, reason=None):
         ],
         reason,
     )
+
+
+def _replayed(plan, leaves, allocs, calls, stream_decl):
+    """fused()'s body where its kernels replay as one CUDA graph (ks_replay.h)."""
+    output = plan.buffers[plan.output.name]
+    buffers = [b for b in (a.split(" = ", 1)[0] for a in allocs) if b != output] + [output]
+    inputs = [plan.buffers[n.name] for n in leaves if n.kind == "input"]
+    statics = [plan.buffers[n.name] for n in leaves if n.kind != "input"]
+    return (
+        f"{stream_decl}"
+        f"    Tensor {', '.join(buffers)};\n"
+        "    auto allocate = [&]() {\n" + "".join(f"        {a}\n" for a in allocs) + "    };\n"
+        "    auto launch = [&](cudaStream_t s) {\n" + "".join(f"        {c}\n" for c in calls) + "    };\n"
+        f"    return ks_forward({{{', '.join('&' + i for i in inputs)}}}, {{{', '.join('&' + t for t in statics)}}}, "
+        f"{{{', '.join('&' + b for b in buffers)}}}, (cudaStream_t)stream, allocate, launch);\n"
+    )
+
+
+def binding(plan, device, leaves, batch=None, reason=None, replay=False):
+    """binding.cpp of PLAN: checks, buffers and kernel calls in order (REPLAY: replayed as one CUDA graph); and, where
+    the plan folds parameter-only values, the fold operator that computes them. BATCH: the leaf whose dim 0 the kernels
+    read at run time (None: they keep the problem's shapes, for REASON)."""
+    writer = plan.writer
+    stream = ", cudaStream_t" if device == "cuda" else ""
+    decls = []
+    for name, reads, ctype, _, _ in writer.functions:
+        params = ", ".join(f"const {writer.ctype_of(p)}*" for p in reads)
+        decls.append(f"void {name}({params}{', ' if reads else ''}{ctype}*{stream});")
+    if not leaves:
+        raise ValueError("a plan without any input")
+    folded = _arguments(plan, once=True) if plan.graph.folds else []
+    definitions, checks = _leaf_checks(plan, leaves, reason)
     prologue = batch_prologue(plan.buffers[batch.name], f"input {batch.attrs['ref']}") if batch else ""
     if device == "cuda":
         includes, key = "#include <torch/csrc/inductor/aoti_torch/c/shim.h>\n#include <cuda_runtime.h>\n", "CUDA"
-        get_stream = (
-            f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
-        )
+
+        def get_stream(first):
+            return (
+                f"    void* stream = nullptr;\n    aoti_torch_get_current_cuda_stream({first}.get_device(), &stream);\n"
+            )
     else:
-        includes, key, get_stream = "", "CPU", ""
+        includes, key = "", "CPU"
+
+        def get_stream(first):
+            return ""
+
+    operators, libraries = [], []
+
+    def operator(name, arguments, returns, body):
+        params = ", ".join(f"Tensor {plan.buffers[n.name]}" for n in arguments)
+        operators.append(f"{returns[0]} {name}({params}) {{\n{body}}}\n")
+        libraries.append((f'm.def("{name}({params}) -> {returns[1]}");', f'm.impl("{name}", TORCH_BOX(&{name}));'))
+
+    by_target = {f"buffer:{n.attrs['ref']}": n for n in leaves if n.kind == "buffer"}
+    main = [f for f in writer.functions if not f[4].once]
+    first = plan.buffers[leaves[0].name]
+    if replay:
+        allocs, calls = _steps(plan, device, main, first, by_target, "s")
+        body = _replayed(plan, leaves, allocs, calls, get_stream(first))
+    else:
+        allocs, calls = _steps(plan, device, main, first, by_target, "(cudaStream_t)stream")
+        body = get_stream(first) + _interleaved(allocs, calls, main, plan)
+        body += f"    return {plan.buffers[plan.output.name]};\n"
+    operator("fused", leaves, ("Tensor", "Tensor"), prologue + checks + body)
+    if plan.graph.folds:
+        once = [f for f in writer.functions if f[4].once]
+        fold_first = plan.buffers[folded[0].name]
+        allocs, calls = _steps(plan, device, once, fold_first, {}, "(cudaStream_t)stream")
+        results = [plan.buffers[copy.name] for _, copy in plan.graph.folds]
+        _, fold_checks = _leaf_checks(plan, folded, reason)
+        returns = (
+            ("Tensor", "Tensor")
+            if len(results) == 1
+            else (f"std::tuple<{', '.join(['Tensor'] * len(results))}>", f"({', '.join(['Tensor'] * len(results))})")
+        )
+        value = results[0] if len(results) == 1 else f"std::make_tuple({', '.join(results)})"
+        body = get_stream(fold_first) + _interleaved(allocs, calls, once, plan) + f"    return {value};\n"
+        operator("fold", folded, returns, fold_checks + body)
+    replay_support = _replay_support() if replay else ""
+    defs = " ".join(d for d, _ in libraries)
+    impls = " ".join(i for _, i in libraries)
     return (
         HEADER.format(describe=plan.describe)
         + f"""#include <torch/csrc/stable/library.h>
@@ -409,37 +487,114 @@ def binding(plan, device, leaves, batch=None, reason=None):
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 using torch::stable::Tensor;
 
 {BATCH_DECLARATION if batch else ""}{chr(10).join(decls)}
-{definitions}
-Tensor fused({params}) {{
-{prologue}{checks}{get_stream}{chr(10).join(allocs)}
-    return {plan.buffers[plan.output.name]};
-}}
-
-STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ m.def("fused({", ".join(f"Tensor {plan.buffers[n.name]}" for n in leaves)}) -> Tensor"); }}
-STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ m.impl("fused", TORCH_BOX(&fused)); }}
+{definitions}{replay_support}
+{chr(10).join(operators)}
+STABLE_TORCH_LIBRARY(KS_NAMESPACE, m) {{ {defs} }}
+STABLE_TORCH_LIBRARY_IMPL(KS_NAMESPACE, {key}, m) {{ {impls} }}
 """
     )
+
+
+def _interleaved(allocs, calls, functions, plan):
+    """Lines allocating each buffer right before the kernel that writes it, then calling that kernel."""
+    lines, pending = [], iter(allocs)
+    for (_, _, _, _, kernel), call in zip(functions, calls):
+        if not kernel.target.startswith("buffer:"):
+            lines.append(f"    Tensor {next(pending)}")
+        lines.append(f"    {call}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _python_argument(n, params):
+    if n.kind == "input":
+        return f"inputs[{n.attrs['ref']}].contiguous()"
+    if n.kind == "param":
+        return f"self._ks_params[{params.index(n.attrs['ref'])}]"
+    if n.kind == "folded":
+        return f"folded[{n.attrs['ref']}]"
+    return f"self.get_buffer({n.attrs['ref']!r})"
+
+
+# model_new.py's method computing the folded values (rewrite.fold_parameters) when the tensors they read change.
+FOLD_METHOD = """
+    # Values that depend only on parameters and buffers, computed by ops.fold once per version of the tensors they
+    # read (load_state_dict and other in-place updates bump a tensor's version; .to() gives it another pointer).
+    _ks_fold_key = None
+
+    def _ks_folded(self):
+        sources = [{sources}]
+        key = [(t.data_ptr(), t._version) for t in sources]
+        if key != self._ks_fold_key:
+            self._ks_fold_values = {call}
+            self._ks_fold_key = key
+        return self._ks_fold_values
+"""
 
 
 def model_new(plan, leaves, problem_source, device):
     from agent.heuristic.codegen import CUDNN_PRELOAD
 
-    params = [n.attrs["ref"] for n in leaves if n.kind == "param"]
-    args = []
-    for n in leaves:
-        if n.kind == "input":
-            args.append(f"inputs[{n.attrs['ref']}].contiguous()")
-        elif n.kind == "param":
-            args.append(f"self._ks_params[{params.index(n.attrs['ref'])}]")
-        else:
-            args.append(f"self.get_buffer({n.attrs['ref']!r})")
+    folded = _arguments(plan, once=True) if plan.graph.folds else []
+    params = list(dict.fromkeys(n.attrs["ref"] for n in leaves + folded if n.kind == "param"))
+    args = ", ".join(_python_argument(n, params) for n in leaves)
     checks = scalar_checks(plan.scalars)
+    methods = ""
+    if folded:
+        sources = ", ".join(_python_argument(n, params) for n in folded)
+        call = "ops.fold(*sources)" if len(plan.graph.folds) > 1 else "(ops.fold(*sources),)"
+        methods = FOLD_METHOD.format(sources=sources, call=call)
+        checks += "        folded = self._ks_folded()\n"
     preload = CUDNN_PRELOAD if device == "cuda" and any(k.kind == "conv" for k in plan.kernels) else ""
-    return model_new_source(plan.describe, preload, problem_source, params, checks, ", ".join(args))
+    return model_new_source(plan.describe, preload, problem_source, params, checks, args, methods)
+
+
+# Whole-forward CUDA-graph replay (ks_replay.h). A kernel launch costs the host a few microseconds, in which an H100
+# moves about ten megabytes: a plan of several kernels that each move less than about a million elements is bound by
+# its launches, and replays them as one graph (plus a copy of its inputs in and of its output out).
+REPLAY_MIN_KERNELS = 4
+REPLAY_WORK_PER_KERNEL = 1 << 20
+# What a multiply-add costs against an element moved: an H100 does about 30 T FP32 multiply-adds a second against
+# about 0.8 T four-byte elements moved.
+FMA_PER_ELEMENT = 32
+
+
+def kernel_work(plan, function):
+    """Elements a kernel function of PLAN's writer moves, plus its multiply-adds / FMA_PER_ELEMENT."""
+    _, reads, _, _, kernel = function
+    numel = {plan.buffers[n.name]: n.numel for n in plan.graph.nodes if n.name in plan.buffers}
+    numel.update({plan.buffers[k.node.name]: k.node.numel for k in plan.kernels if k.node.name in plan.buffers})
+    node = kernel.node
+    work = node.numel + sum(numel.get(p, 0) for p in reads)
+    if node.kind == "gemm":
+        work += math.prod(node.shape) * node.args[0].shape[-1] // FMA_PER_ELEMENT
+    elif node.kind == "conv":
+        x, w = node.args
+        work += max(node.numel, x.numel) * math.prod(w.shape[1:]) // FMA_PER_ELEMENT
+    elif node.kind == "attention":
+        q, k = node.args[:2]
+        work += math.prod(q.shape[:-1]) * k.shape[-2] * (q.shape[-1] + node.shape[-1]) // FMA_PER_ELEMENT
+    return work
+
+
+def replays(plan, device, leaves):
+    """Whether PLAN's forward replays as one CUDA graph: on CUDA, with at least REPLAY_MIN_KERNELS kernels a call whose
+    work, with the copies of the inputs and the output, stays under REPLAY_WORK_PER_KERNEL elements a kernel."""
+    if device != "cuda":
+        return False
+    functions = [f for f in plan.writer.functions if not f[4].once]
+    if len(functions) < REPLAY_MIN_KERNELS:
+        return False
+    copies = sum(n.numel for n in leaves if n.kind == "input") + plan.output.numel
+    work = sum(kernel_work(plan, f) for f in functions) + copies
+    return work <= REPLAY_WORK_PER_KERNEL * len(functions)
+
+
+REPLAY_DECISION = "graph replay"  # the key of the decision in the Writer's decisions (kept at other batch sizes)
 
 
 def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=None, decisions=None):
@@ -455,9 +610,11 @@ def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=N
     if inputs and batch is None:
         raise Specialized("no input that scales with the batch reaches the kernels")
     name = "kernels/fused.cu" if device == "cuda" else "kernels/fused.cpp"
+    replay = (decisions or {}).get(REPLAY_DECISION)
+    writer.decisions[REPLAY_DECISION] = replays(plan, device, leaves) if replay is None else replay
     files = {
         name: HEADER.format(describe=plan.describe) + source,
-        "binding.cpp": binding(plan, device, leaves, batch, reason),
+        "binding.cpp": binding(plan, device, leaves, batch, reason, writer.decisions[REPLAY_DECISION]),
         "model_new.py": model_new(plan, leaves, problem_source, device),
     }
     for header in writer.headers:

@@ -20,7 +20,8 @@ C_TYPES = {
 FLOATS = ("float32", "float64")
 # Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times.
 MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn"}
-LEAVES = {"input", "param", "buffer", "constant", "scalar"}
+# "folded": a parameter-only value the binding's fold operator computes once (rewrite.fold_parameters).
+LEAVES = {"input", "param", "buffer", "constant", "scalar", "folded"}
 
 
 @dataclass(eq=False)
@@ -63,6 +64,8 @@ class Graph:
     nodes: list  # in topological order
     outputs: list  # (node, kind, target): kind user_output or buffer_mutation (target the buffer's name)
     scalars: dict = field(default_factory=dict)  # input position -> the number the graph was specialized to
+    folds: list = field(default_factory=list)  # (folded leaf, the node computing it once): rewrite.fold_parameters
+    rewrites: list = field(default_factory=list)  # what rewrite.py changed, one line each
 
     def users(self):
         count = {}

@@ -22,6 +22,7 @@ class Kernel:
     node: T
     target: str = ""  # the buffer written: the node's own, or a model buffer it updates (batch norm's statistics)
     layout: dict = field(default_factory=dict)  # gemm: operand pointers, transposes, strides
+    once: bool = False  # computes a folded value: run by the fold operator, once per version of the parameters
 
 
 @dataclass
@@ -49,6 +50,7 @@ class DagPlan:
                     "dtype": k.node.dtype,
                     "target": k.target,
                     "layout": k.layout,
+                    "once": k.once,
                 }
                 for k in self.kernels
             ],
@@ -70,6 +72,17 @@ def _reachable(graph):
             continue
         seen.add(node.name)
         stack += node.args
+    return seen
+
+
+def _fold_closure(graph):
+    """Names of the nodes the fold operator computes: those the folded values read, up to the leaves."""
+    seen, stack = set(), [copy for _, copy in graph.folds]
+    while stack:
+        node = stack.pop()
+        if node.name not in seen and node.kind not in LEAVES:
+            seen.add(node.name)
+            stack += node.args
     return seen
 
 
@@ -96,7 +109,7 @@ class Scheduler:
         self.stored.add(node.name)
 
     def in_memory(self, node):
-        return node.kind in ("input", "param", "buffer", "constant") or node.name in self.stored
+        return node.kind in ("input", "param", "buffer", "constant", "folded") or node.name in self.stored
 
     def contiguous_operand(self, node, prefix=False):
         """NODE as a contiguous buffer: itself, the base of a reshape of a stored node, or stored now. PREFIX: the
@@ -191,10 +204,14 @@ class Scheduler:
             )
             user_output = copy
         self.store(user_output)
+        for _, copy in self.graph.folds:
+            self.store(copy)
+        once = _fold_closure(self.graph)
         for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
             if node.name in self.stored:
                 kind = node.kind if node.kind in ("scan", "gemm", "conv", "attention", "rnn") else "loop"
-                self.kernels.append(Kernel(kind, node, node.name, self.layouts.get(node.name, {})))
+                layout = self.layouts.get(node.name, {})
+                self.kernels.append(Kernel(kind, node, node.name, layout, once=node.name in once))
         for node, kind, target in self.graph.outputs:
             if kind == "buffer_mutation":
                 copy = T(
@@ -214,7 +231,7 @@ def schedule(graph):
     output = scheduler.run()
     buffers = {}
     for node in graph.nodes:
-        if node.kind in ("input", "param", "buffer"):
+        if node.kind in ("input", "param", "buffer", "folded"):
             buffers[node.name] = f"a_{node.name}"
         elif node.kind == "constant":
             buffers[node.name] = f"c_{node.name}"
@@ -222,10 +239,13 @@ def schedule(graph):
         if not kernel.target.startswith("buffer:"):
             buffers[kernel.node.name] = f"b_{kernel.node.name}"
     families = {}
-    for kernel in scheduler.kernels:
+    per_call = [kernel for kernel in scheduler.kernels if not kernel.once]
+    for kernel in per_call:
         families[kernel.kind] = families.get(kernel.kind, 0) + 1
     parts = ", ".join(f"{n} {kind}" for kind, n in families.items())
-    describe = f"a DAG of {len(scheduler.kernels)} kernel(s): {parts}"
+    describe = f"a DAG of {len(per_call)} kernel(s): {parts}"
+    if graph.folds:
+        describe += f", and {len(graph.folds)} parameter-only value(s) computed once"
     return DagPlan(
         graph,
         scheduler.kernels,
