@@ -1,5 +1,7 @@
-"""The chain planner's kernel families, one module each: its CUDA kernels (`cuda(plan, block)`), its C++ kernels
-(`cpp(plan)`) and the C++ headers they include (HEADERS), written from template files in templates/."""
+"""The chain planner's kernel families, one module each: its planning rule (`plan_stage`, over the records and the
+fusion builder of fuse.py and the operator vocabulary of ops.py), its CUDA kernels (`cuda(plan, block)`), its C++
+kernels (`cpp(plan)`) and the C++ headers they include (HEADERS), the kernels written from template files in
+templates/. plan.py chains the stages; codegen.py writes a plan's workspace through FAMILIES."""
 
 from agent.heuristic.families import conv, elementwise, gemm, pool, rowwise
 

@@ -1,10 +1,13 @@
-"""The convolution family: Conv and ConvTranspose of 1 to 3 spatial dims by cuDNN or im2col and OpenBLAS, with the
-operators after it fused into one epilogue (templates/conv.cu, .cpp; the C++ kernel's ks_conv.h)."""
+"""The convolution family, planning rule and kernels: Conv and ConvTranspose of 1 to 3 spatial dims by cuDNN or
+im2col and OpenBLAS, with the operators after it fused into one epilogue (templates/conv.cu, .cpp; the C++ kernel's
+ks_conv.h)."""
 
 import math
 
 from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_FLOPS, offset, op_function, row_epilogue
+from agent.heuristic.errors import Unsupported
 from agent.heuristic.families.common import cuda_prelude, pointers
+from agent.heuristic.families.fuse import Builder, Operand, Plan, finish, fuse_after, per_dim, result_node
 from agent.heuristic.families.template import render, snippet
 
 # The headers beside agent/heuristic/emit.py that the C++ kernel includes, copied into the workspace's kernels/.
@@ -31,6 +34,61 @@ def _load_cudnn_parts():
 
 _load_cudnn_parts()
 """
+
+
+def plan_stage(analysis, nodes, prefix="t"):
+    """(plan, index of the next stage's operator or None) of the convolution module NODES[0] (Conv or ConvTranspose,
+    1 to 3 spatial dims), its bias and the operators fused after it."""
+    b = Builder(analysis, prefix)
+    first = nodes[0]
+    attrs = first.get("attrs") or {}
+    x_node = b.nodes[first["args"][0]["node"]]
+    if x_node["op"] != "placeholder":
+        raise Unsupported("the convolution must read a model input")
+    if attrs.get("padding_mode", "zeros") != "zeros":
+        raise Unsupported(f"{first['target']} with padding_mode={attrs['padding_mode']!r}")
+    if isinstance(attrs.get("padding"), str):
+        raise Unsupported(f"{first['target']} with padding={attrs['padding']!r}")
+    transposed = first["target"].startswith("ConvTranspose")
+    dims = len(x_node["shape"]) - 2
+    wname = f"{first['module']}.weight"
+    bias = f"{first['module']}.bias" if "bias" in (first.get("params") or {}) else None
+    x = Operand("x" if prefix == "t" else f"{prefix}x", "input", b.inputs.index(x_node), x_node["shape"])
+    weight = Operand("w" if prefix == "t" else f"{prefix}w", "param", wname, analysis["params"][wname])
+    out_shape = first["shape"]
+    value = "acc"
+    if bias is not None:
+        # The bias is per output channel: shaped [C, 1, ...] so that it broadcasts along dim 1 of [N, C, ...].
+        value = f"(acc + LOAD_{b.operand('param', bias, [out_shape[1]] + [1] * dims).name})"
+    b.values[first["name"]] = value
+    stop = fuse_after(b, nodes, 1, first["target"])
+    out, fused = result_node(analysis, nodes, stop), (len(nodes) if stop is None else stop) - 1
+    conv = {
+        "transposed": transposed,
+        "dims": dims,
+        "in_shape": list(x_node["shape"]),
+        "w_shape": list(weight.shape),
+        "conv_shape": list(out_shape),
+        "stride": per_dim(attrs.get("stride", 1), dims),
+        "padding": per_dim(attrs.get("padding", 0), dims),
+        "dilation": per_dim(attrs.get("dilation", 1), dims),
+        "output_padding": per_dim(attrs.get("output_padding", 0), dims),
+        "groups": int(attrs.get("groups", 1)),
+    }
+    plan = Plan(
+        "conv",
+        b.nodes[out]["shape"],
+        main=x,
+        weight=weight,
+        conv=conv,
+        describe=f"{first['target']} ({'x'.join(map(str, x_node['shape']))} -> "
+        f"{'x'.join(map(str, out_shape))}) with {fused + (bias is not None)} operator(s) "
+        "fused after it",
+    )
+    finish(b, plan, out)
+    if list(plan.out_shape) != list(out_shape):
+        raise Unsupported(f"an epilogue that changes the shape {out_shape} of the convolution's output")
+    return plan, stop
 
 
 def _geometry(plan):

@@ -1,12 +1,32 @@
-"""The elementwise family: one fused kernel over every output element (templates/elementwise.cu, .cpp)."""
+"""The elementwise family: a model of elementwise operators only, planned as one fused kernel over every output
+element (templates/elementwise.cu, .cpp)."""
 
 import math
 
 from agent.heuristic.emit import CPP_PRELUDE, PARALLEL_ELEMENTS, offset, op_function
+from agent.heuristic.errors import Unsupported
 from agent.heuristic.families.common import cuda_prelude, pointers
+from agent.heuristic.families.fuse import Builder, Plan, finish, output_node
 from agent.heuristic.families.template import render
 
 HEADERS = ()  # the C++ kernel is self-contained
+
+
+def plan_stage(analysis, nodes):
+    """The model's operators NODES as one elementwise kernel, or Unsupported naming the first that is not one."""
+    b = Builder(analysis)
+    for node in nodes:
+        if not b.elementwise(node):
+            raise Unsupported(
+                f"operator {node.get('target')} ({node['name']}) is not elementwise and not one the heuristic fuses"
+            )
+    out = output_node(analysis)
+    if out not in b.values:
+        b.value({"node": out})
+    plan = Plan(
+        "elementwise", b.nodes[out]["shape"], describe=f"one fused elementwise kernel over {len(nodes)} operator(s)"
+    )
+    return finish(b, plan, out)
 
 
 def _vectorizable(plan):
