@@ -18,15 +18,26 @@ from studio.models import (  # noqa: E402 (after the site's titles)
 )
 
 
+class StaffViewable(admin.ModelAdmin):
+    """Every staff user may look (the staff area sends them here); changing and deleting still take Django's
+    permissions, which superusers have."""
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_staff
+
+
 @admin.register(Problem)
-class ProblemAdmin(admin.ModelAdmin):
+class ProblemAdmin(StaffViewable):
     list_display = ("pk", "name", "device", "owner", "eager_ms", "compiled_ms", "created_at")
     list_filter = ("device",)
     search_fields = ("name", "owner__username", "sha256")
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(StaffViewable):
     list_display = ("pk", "problem", "owner", "policy", "device", "status", "last_seq", "created_at", "finished_at")
     list_filter = ("status", "device", "policy")
     search_fields = ("problem__name", "owner__username", "job_id")
@@ -34,14 +45,14 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(RunEvent)
-class RunEventAdmin(admin.ModelAdmin):
+class RunEventAdmin(StaffViewable):
     list_display = ("pk", "run", "seq", "kind", "created_at")
     list_filter = ("kind",)
     raw_id_fields = ("run",)
 
 
 @admin.register(KernelVersion)
-class KernelVersionAdmin(admin.ModelAdmin):
+class KernelVersionAdmin(StaffViewable):
     list_display = ("pk", "problem", "run", "author", "human_edit", "reward", "runtime_ms", "created_at")
     list_filter = ("human_edit",)
     search_fields = ("problem__name", "author")
@@ -49,30 +60,30 @@ class KernelVersionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Evaluation)
-class EvaluationAdmin(admin.ModelAdmin):
+class EvaluationAdmin(StaffViewable):
     list_display = ("pk", "base", "run", "owner", "status", "created_at")
     list_filter = ("status",)
     raw_id_fields = ("base", "run", "kept_version")
 
 
 @admin.register(SynthesisRun)
-class SynthesisRunAdmin(admin.ModelAdmin):
+class SynthesisRunAdmin(StaffViewable):
     list_display = ("pk", "count", "device", "workers", "status", "created_by", "created_at")
     list_filter = ("status", "device")
 
 
 @admin.register(BenchEvaluation)
-class BenchEvaluationAdmin(admin.ModelAdmin):
+class BenchEvaluationAdmin(StaffViewable):
     list_display = ("pk", "policy", "model", "device", "levels", "status", "created_by", "created_at")
     list_filter = ("status", "device", "policy")
 
 
 @admin.register(TrainingRun)
-class TrainingRunAdmin(admin.ModelAdmin):
+class TrainingRunAdmin(StaffViewable):
     list_display = ("pk", "name", "stage", "device", "status", "current_stage", "created_by", "created_at")
     list_filter = ("status", "device")
 
 
 @admin.register(ServedCheckpoint)
-class ServedCheckpointAdmin(admin.ModelAdmin):
+class ServedCheckpointAdmin(StaffViewable):
     list_display = ("pk", "training_run", "stage", "step", "path", "created_by", "created_at")
