@@ -2,6 +2,8 @@
 run say how many jobs are ahead of it in which queue (a real queue on the real Redis holding jobs ahead), and say it
 again, updated, while it waits."""
 
+import re
+
 import django_rq
 import pytest
 from django.contrib.auth import get_user_model
@@ -58,6 +60,9 @@ def test_a_queued_upload_shows_the_jobs_ahead_and_counts_down_as_they_leave(ada,
     first.cancel()
     polled = ada.get(f"/problems/validation/{job_id}", HTTP_HX_REQUEST="true").content.decode()
     assert "waiting: 1 job ahead in the cpu queue" in polled and 'hx-trigger="every 1s"' in polled
+    # Whether a worker serves that queue at all (live or offline: whichever this Redis has; tests/studio/test_liveness
+    # pins each state against real workers).
+    assert re.search(r'<span class="worker-status (live|offline)">worker (live|offline): ', polled)
 
 
 def test_a_queued_runs_page_shows_its_place_and_stops_polling_once_a_worker_takes_it(ada, ahead):
