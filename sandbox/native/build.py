@@ -250,28 +250,48 @@ def ensure_pch(device):
 
 def precompiled_header(cxx, cxx_version, flags, build=True):
     """ks_torch.h precompiled by CXX with FLAGS in the worker cache, built once (under a file lock); without BUILD
-    (a process that cannot or must not build it), None where it is missing. Shared by classic bindings and
-    load_inline's translation units (sandbox/native/inline.py)."""
-    folder = settings.cache_dir() / "pch" / _digest(cxx_version, flags, PCH_HEADER.read_bytes())[:16]
-    header, gch = folder / "ks_torch.h", folder / "ks_torch.h.gch"
-    if gch.exists():
-        return header
-    if not build:
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not gch.exists():
-            shutil.copy(PCH_HEADER, header)
-            tmp = folder / f".ks_torch.h.gch.{os.getpid()}"
-            proc = subprocess.run(
-                [cxx, "-x", "c++-header", *flags, str(header), "-o", str(tmp)], capture_output=True, text=True
-            )
-            if proc.returncode:
-                raise BuildError("building the precompiled torch header failed", proc.stdout + proc.stderr)
-            os.replace(tmp, gch)
-    _open_up(folder)
-    return header
+    (a process that cannot or must not build it), None where it is missing."""
+    return precompiled_headers(cxx, cxx_version, flags, {PCH_HEADER.name: PCH_HEADER}, build).get(PCH_HEADER.name)
+
+
+def precompiled_headers(cxx, cxx_version, flags, sources, build=True):
+    """{name: header} of SOURCES ({name: header file}, the first one the main one) precompiled by CXX with FLAGS side
+    by side in one folder of the worker cache, built once and in parallel (under a file lock). Without BUILD (a
+    process that cannot or must not build them), those that are there. A BuildError where the main one does
+    not build; another that does not is left out (its compiler output kept beside, as NAME.failed). Shared by
+    classic bindings and load_inline's translation units (sandbox/native/inline.py, sandbox/native/light.py)."""
+    folder = (
+        settings.cache_dir() / "pch" / _digest(cxx_version, flags, *[p.read_bytes() for p in sources.values()])[:16]
+    )
+    main = next(iter(sources))
+    done = [(folder / f"{name}.gch").exists() or (folder / f"{name}.failed").exists() for name in sources]
+    if build and not all(done):
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _precompile(cxx, flags, folder, sources, main)
+        _open_up(folder)
+    return {name: folder / name for name in sources if (folder / f"{name}.gch").exists()}
+
+
+def _precompile(cxx, flags, folder, sources, main):
+    """Compile the SOURCES whose headers FOLDER lacks, all at once (each is one g++ on one core)."""
+    running = {}
+    for name, source in sources.items():
+        if (folder / f"{name}.gch").exists() or (folder / f"{name}.failed").exists():
+            continue
+        shutil.copy(source, folder / name)
+        tmp = folder / f".{name}.gch.{os.getpid()}"
+        argv = [cxx, "-x", "c++-header", *flags, str(folder / name), "-o", str(tmp)]
+        running[name] = (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), tmp)
+    outputs = {name: proc.communicate()[0] for name, (proc, _) in running.items()}
+    for name, (proc, tmp) in running.items():
+        if proc.returncode == 0:
+            os.replace(tmp, folder / f"{name}.gch")
+        elif name != main:
+            (folder / f"{name}.failed").write_text(outputs[name])
+    if main in running and running[main][0].returncode:
+        raise BuildError(f"building the precompiled torch header {main} failed", outputs[main])
 
 
 def _open_up(path):

@@ -27,11 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sandbox import settings
-from sandbox.native.build import _first_line, _library_path, precompiled_header, store
+from sandbox.native import light
+from sandbox.native.build import _first_line, _library_path, precompiled_headers, store
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class ExtensionBuild:
     pch: bool = False
     reason: str = ""
     split: bool = False  # its .cu built as kernels apart from torch's headers (sandbox.native.cuda_split)
+    # Seconds of each stage of the build (kernels, host, binding, check, link: sandbox.native.light), from ninja's log.
+    stages: dict = field(default_factory=dict)
+    # The header each C++ unit was compiled against: a light one (sandbox.native.light), or "full: why".
+    headers: dict = field(default_factory=dict)
 
     def to_json(self):
         return asdict(self)
@@ -282,20 +287,24 @@ def _build(name, files, options):
         module_name = _versioned(name, key)
         ninja = _torch_ninja(scratch, module_name, sources, options, with_cuda)
         library = _library_path(_digest(key, module_name), module_name)
-        cached, pch, split = library.exists(), False, False
+        cached, pch, split, report = library.exists(), False, False, ({}, {})
         if not cached and with_cuda and settings.SPLIT_CUDA:
-            split = pch = _build_split(scratch, module_name, sources, texts, options, library)
+            report = _build_split(scratch, module_name, sources, texts, options, library)
+            split = pch = report is not None
         if not cached and not split:
-            ninja, pch, why = _with_pch(ninja, [s for s in sources if _opens_with_torch_extension(texts[str(s)])])
+            eligible = [s for s in sources if _opens_with_torch_extension(texts[str(s)])]
+            ninja, headers, why = _with_pch(ninja, eligible)
+            pch = bool(headers)
             if why:
                 log.info("extension %r is compiled without the precompiled torch header: %s", module_name, why)
-            (scratch / "build.ninja").write_text(ninja)
             print(
                 f"{BUILDING} '{module_name}' ({'C++ through the precompiled torch header' if pch else 'full'})",
                 file=sys.stderr,
                 flush=True,
             )
-            _run_ninja(scratch, module_name, options.get("verbose"))
+            # A whole `.cu` (nvcc with torch's headers, a minute) is the build's longest part: no light headers there.
+            light_units = eligible if not with_cuda else []
+            report = _compile(scratch, module_name, ninja, headers, light_units, options.get("verbose"))
             store(scratch / f"{module_name}{ce.LIB_EXT}", library)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -303,14 +312,16 @@ def _build(name, files, options):
     seconds = round(time.perf_counter() - t0, 3)
     if not cached:
         print(f"{BUILT} '{module_name}' in {seconds:.1f} s", file=sys.stderr, flush=True)
-    BUILDS.append(ExtensionBuild(module_name, "native", seconds, cached, pch, split=split).to_json())
+    stages, headers = report or ({}, {})
+    BUILDS.append(ExtensionBuild(module_name, "native", seconds, cached, pch, "", split, stages, headers).to_json())
     return module
 
 
 def _build_split(scratch, name, sources, texts, options, library):
     """Build NAME with each `.cu` split into its kernels and its torch code (sandbox.native.cuda_split), the C++
-    through the precompiled torch header; whether it was built (into LIBRARY). Anything that does not split, or a
-    split that does not compile, is left to the whole build, whose errors are the solution's own."""
+    through the precompiled torch header; (stages, headers) where it was built (into LIBRARY), else None. Anything
+    that does not split, or a split that does not compile, is left to the whole build, whose errors are the
+    solution's own."""
     from sandbox.native.cuda_split import Unsplittable, split
 
     ce = _torch()
@@ -330,33 +341,32 @@ def _build_split(scratch, name, sources, texts, options, library):
             parts.append(folder / f"{stem}.host.cpp")
     except Unsplittable as why:
         log.info("extension %r: its CUDA source is built whole: %s", name, why)
-        return False
+        return None
     if not parts:
-        return False
+        return None
     # The split units sit in a folder of their own: a user's file's own folder stays on the include path.
     extra = list(options.get("extra_include_paths") or []) + sorted({str(s.parent) for s in sources})
     ninja = _torch_ninja(folder, name, new, {**options, "extra_include_paths": extra}, True)
     eligible = parts + [s for s in new if not s.suffix == ".cu" and _opens_with_torch_extension(s.read_text())]
-    ninja, pch, why = _with_pch(ninja, eligible)
-    if not pch:
+    ninja, headers, why = _with_pch(ninja, eligible)
+    if not headers:
         log.info("extension %r: no split build without the precompiled torch header (%s)", name, why)
-        return False
-    (folder / "build.ninja").write_text(ninja)
+        return None
     print(
         f"{BUILDING} '{name}' (kernels apart from torch's headers, C++ through the precompiled header)",
         file=sys.stderr,
         flush=True,
     )
     try:
-        _run_ninja(folder, name, False)
+        report = _compile(folder, name, ninja, headers, eligible, False, kernels=True)
     except RuntimeError as exc:
         log.info("extension %r: the split build failed, building it whole: %s", name, str(exc)[-2000:])
         print(
             f"{BUILDING} '{name}': the split build failed, building the CUDA source whole", file=sys.stderr, flush=True
         )
-        return False
+        return None
     store(folder / f"{name}{ce.LIB_EXT}", library)
-    return True
+    return report
 
 
 def _call(function, **kwargs):
@@ -470,28 +480,35 @@ def pch_flags(cflags):
 
 def _with_pch(ninja, eligible):
     """NINJA compiling the ELIGIBLE C++ sources with `-include` of the precompiled header for their flags:
-    (ninja, whether any uses it, why not)."""
+    (ninja, the precompiled headers for those flags ({name: header}, sandbox.native.light.HEADERS; {} where none
+    is used), why not)."""
     if not eligible:
-        return ninja, False, "no C++ source opens with #include <torch/extension.h>"
+        return ninja, {}, "no C++ source opens with #include <torch/extension.h>"
     rule = "$cflags -c $in"
     variables = _variables(ninja)
     if rule not in ninja or "cflags" not in variables:
-        return ninja, False, "torch's build file has a C++ compile rule this sandbox does not know"
+        return ninja, {}, "torch's build file has a C++ compile rule this sandbox does not know"
     flags, why = pch_flags(shlex.split(variables["cflags"]))
     if flags is None:
-        return ninja, False, why
+        return ninja, {}, why
     cxx = shlex.split(variables.get("cxx", "c++"))[0]
-    header = precompiled_header(cxx, _first_line([cxx, "--version"]), flags, build=_can_build_pch())
+    headers = precompiled_headers(cxx, _first_line([cxx, "--version"]), flags, light.HEADERS, build=_can_build_pch())
+    header = headers.get(light.MAIN)
     if header is None:
-        return ninja, False, "no precompiled torch header for these flags here (the harness prepares those it foresees)"
-    wanted = {str(s).replace(" ", "$ ") for s in eligible}
+        return ninja, {}, "no precompiled torch header for these flags here (the harness prepares those it foresees)"
+    wanted = {_ninja_path(s) for s in eligible}
     out = []
     for line in ninja.replace(rule, "$cflags $ks_pch -c $in", 1).splitlines():
         out.append(line)
         match = re.match(r"build .*?: compile (.*)$", line)
         if match and match.group(1) in wanted:
             out.append(f"  ks_pch = -include {shlex.quote(str(header))}")
-    return "\n".join(out) + "\n", True, ""
+    return "\n".join(out) + "\n", headers, ""
+
+
+def _ninja_path(path):
+    """PATH as torch's build file writes it."""
+    return str(path).replace(" ", "$ ")
 
 
 def prepare_headers(source, path, device):
@@ -518,7 +535,8 @@ def prepare_headers(source, path, device):
         flags, _ = pch_flags(shlex.split(variables["cflags"]))
         if flags is not None:
             cxx = shlex.split(variables.get("cxx", "c++"))[0]
-            folders.add(precompiled_header(cxx, _first_line([cxx, "--version"]), flags).parent)
+            headers = precompiled_headers(cxx, _first_line([cxx, "--version"]), flags, light.HEADERS)
+            folders.add(headers[light.MAIN].parent)
     return sorted(folders)
 
 
@@ -528,6 +546,67 @@ def _can_build_pch():
     root = settings.cache_dir()
     probe = root if root.exists() else root.parent
     return probe.exists() and os.access(probe, os.W_OK)
+
+
+def _compile(folder, name, ninja, headers, eligible, verbose, kernels=False):
+    """Build FOLDER's extension NAME from NINJA (torch's build file through the precompiled header); (stages,
+    headers) for ExtensionBuild. Where the light headers are there, a first ninja run compiles the ELIGIBLE C++
+    units against them and checks that it changes nothing (sandbox.native.light), with KERNELS the CUDA kernel units
+    beside them; the build file's own run then links, compiling against the full header what the first did not."""
+    units, decided = [], {}
+    if light.ENABLED and eligible and len(headers) > 1:
+        texts = {_ninja_path(s): s.read_text(errors="replace") for s in eligible}
+        units, skipped = light.plan(folder, ninja, texts, headers)
+        decided = {Path(s).name: f"full: {why}" for s, why in skipped.items()}
+    (folder / "build.ninja").write_text(ninja)
+    if units:
+        wanted = light.targets(units, ninja, kernels)
+        command = ["ninja", "-f", "ks_light.ninja", "-k", "0", "-j", str(settings.MAX_JOBS), *wanted]
+        subprocess.run(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        failed = [t for t in wanted if t.endswith(".cuda.o") and not (folder / t).exists()]
+        if failed:
+            raise RuntimeError(f"Error building extension '{name}': {', '.join(failed)} did not compile")
+        settled, verdicts = light.settle(folder, ninja, units)
+        decided.update({Path(s.replace("$ ", " ")).name: v for s, v in verdicts.items()})
+        (folder / "build.ninja").write_text(settled)
+    _run_ninja(folder, name, verbose)
+    return _stages(folder, ninja, units), decided
+
+
+def _stages(folder, ninja, units):
+    """{stage: seconds} of the build in FOLDER from ninja's log: the longest of each stage's units (they run side
+    by side): kernels (nvcc), host (a split `.cu`'s torch code), binding (the unit holding the pybind11 module),
+    c++ (other units), check (sandbox.native.light's parses), link."""
+    stage = {obj: _stage_of(source) for source, obj in light.compiled(ninja)}
+    stage.update({f"{u.stem}.light.o": _stage_of(u.source) for u in units})
+    stages = {}
+    for line in _read_lines(folder / ".ninja_log"):
+        fields = line.split("\t")
+        if len(fields) != 5 or not fields[0].isdigit():
+            continue
+        output = fields[3]
+        if output.endswith(".cuda.o"):
+            name = "kernels"
+        elif output.endswith((".tree", ".raw")):
+            name = "check"
+        elif output.endswith(".o"):
+            name = stage.get(output, "c++")
+        else:
+            name = "link"
+        stages[name] = round(max(stages.get(name, 0.0), (int(fields[1]) - int(fields[0])) / 1000), 3)
+    return stages
+
+
+def _stage_of(source):
+    name = Path(source.replace("$ ", " ")).name
+    return "host" if name.endswith(".host.cpp") else "binding" if name == "main.cpp" else "c++"
+
+
+def _read_lines(path):
+    try:
+        return Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def _run_ninja(folder, name, verbose):
