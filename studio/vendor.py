@@ -9,10 +9,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
 STATIC_DIR = ROOT / "static"
 
-# npm package -> (short name of its versioned folder, what to serve from it)
+# npm package -> (short name of its versioned folder, what to serve from it: files or folders, the first its main one)
 PACKAGES = {
-    "htmx.org": ("htmx", "dist/htmx.min.js"),
-    "monaco-editor": ("monaco", "min/vs"),
+    "htmx.org": ("htmx", ("dist/htmx.min.js",)),
+    "monaco-editor": ("monaco", ("min/vs",)),
+    "uplot": ("uplot", ("dist/uPlot.iife.min.js", "dist/uPlot.min.css")),
 }
 
 
@@ -24,10 +25,14 @@ def pinned_version(package: str) -> str:
     return json.loads((ROOT / "package.json").read_text())["dependencies"][package]
 
 
-def static_path(package: str) -> str:
-    """Path under STATIC_URL of what the pinned version of a package serves, e.g. vendor/htmx-2.0.11/htmx.min.js."""
-    name, source = PACKAGES[package]
-    return f"vendor/{name}-{pinned_version(package)}/{Path(source).name}"
+def static_path(package: str, served: str = "") -> str:
+    """Path under STATIC_URL of what the pinned version of a package serves (its main file or folder, or SERVED, a
+    name among the others), e.g. vendor/htmx-2.0.11/htmx.min.js or vendor/uplot-1.6.32/uPlot.min.css."""
+    name, sources = PACKAGES[package]
+    names = [Path(source).name for source in sources]
+    if served and served not in names:
+        raise VendorError(f"{package} serves {', '.join(names)}, not {served}")
+    return f"vendor/{name}-{pinned_version(package)}/{served or names[0]}"
 
 
 def vendor(static_dir: Path = STATIC_DIR, node_modules: Path = NODE_MODULES) -> list[Path]:
@@ -35,7 +40,7 @@ def vendor(static_dir: Path = STATIC_DIR, node_modules: Path = NODE_MODULES) -> 
     if not node_modules.is_dir():
         raise VendorError(f"{node_modules} is missing: run `npm ci` first")
     created = []
-    for package, (name, source) in PACKAGES.items():
+    for package, (name, sources) in PACKAGES.items():
         manifest = node_modules / package / "package.json"
         if not manifest.is_file():
             raise VendorError(f"{package} is not in {node_modules}: run `npm ci`")
@@ -48,12 +53,13 @@ def vendor(static_dir: Path = STATIC_DIR, node_modules: Path = NODE_MODULES) -> 
         # Copy beside the target and rename, so an interrupted copy is never mistaken for a finished one.
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        src = node_modules / package / source
-        if src.is_dir():
-            shutil.copytree(src, partial / src.name)
-        else:
-            partial.mkdir(parents=True)
-            shutil.copy2(src, partial)
+        partial.mkdir(parents=True)
+        for source in sources:
+            src = node_modules / package / source
+            if src.is_dir():
+                shutil.copytree(src, partial / src.name)
+            else:
+                shutil.copy2(src, partial)
         partial.rename(target)
         created.append(target)
     return created
