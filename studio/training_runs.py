@@ -1,13 +1,17 @@
-"""Staff pages of RL training runs: launch from a config, stop, resume, the live run page (a chart per logged
-metric, the stage, the log's tail, checkpoints, plots, recent trajectories) and "serve this checkpoint"."""
+"""Staff pages of RL training runs: launch from a config, stop, resume, the live run page (panels of grouped charts,
+drawn with uPlot from the page's JSON over their server-side SVG, a chart per logged metric, the stage, the log's
+tail, checkpoints, plots, recent trajectories) and "serve this checkpoint"."""
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -17,6 +21,7 @@ from studio.forms import TrainingRunForm
 from studio.models import TrainingRun
 from studio.serving import ServeError, serve
 from studio.staff import staff_only
+from studio.vendor import static_path
 
 LOG_LINES = 60
 NOT_CHARTED = {"stage", "step", "time"}
@@ -80,8 +85,44 @@ PANELS = [
 ]
 
 
+@dataclass
+class PanelChart:
+    """One chart of a panel: SERIES [(name, [(step, value)])] of finite values sharing one y axis; drawn on the server
+    as SVG (the page without JavaScript) and in the browser with uPlot from to_json()."""
+
+    title: str
+    series: list
+
+    def svg(self):
+        return charts.multi_line_chart(self.title, self.series)
+
+    def to_json(self):
+        """{"title", "steps", "series": [{"name", "color", "values"}]}: uPlot's aligned columns, every series one
+        value per step (None where it logged none; the last value where it logged a step twice)."""
+        steps = sorted({step for _, points in self.series for step, _ in points})
+        column = {step: i for i, step in enumerate(steps)}
+        series = []
+        for i, (name, points) in enumerate(self.series):
+            values = [None] * len(steps)
+            for step, value in points:
+                values[column[step]] = value
+            series.append({"name": name, "color": charts.PALETTE[i % len(charts.PALETTE)], "values": values})
+        return {"title": self.title, "steps": steps, "series": series}
+
+
+def _finite(points):
+    return [
+        (step, float(value))
+        for step, value in points
+        if isinstance(step, (int, float))
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    ]
+
+
 def metric_panels(records):
-    """[(panel, [svg])]: PANELS drawn from the records; a chart no record feeds, and a panel left empty, are left out."""
+    """[(panel, [PanelChart])]: PANELS filled from the records; a series, chart or panel nothing feeds is left out."""
     by_metric = {}
     for record in records:
         for key, value in record.items():
@@ -94,16 +135,22 @@ def metric_panels(records):
         drawn = []
         for title, metrics in chart_specs:
             series = [
-                (metric if len(by_metric[metric]) == 1 else f"{stage}: {metric}", points)
+                (metric if len(by_metric[metric]) == 1 else f"{stage}: {metric}", finite)
                 for metric in metrics
                 if metric in by_metric
                 for stage, points in by_metric[metric].items()
+                if (finite := _finite(points))
             ]
-            if chart := charts.multi_line_chart(title, series):
-                drawn.append(chart)
+            if series:
+                drawn.append(PanelChart(title, series))
         if drawn:
             panels.append((panel, drawn))
     return panels
+
+
+def panels_json(panels):
+    """The panels' charts as the page's JSON for static/js/training_charts.js: [{"panel", "charts": [...]}]."""
+    return [{"panel": panel, "charts": [chart.to_json() for chart in panel_charts]} for panel, panel_charts in panels]
 
 
 def metric_charts(records):
@@ -174,12 +221,22 @@ def page_state(run):
     from training.rl import checkpoints
 
     if not run.folder:
-        return {"panels": [], "charts": [], "log": "", "checkpoints": [], "plots": [], "stage": run.stage or "all"}
+        return {
+            "panels": [],
+            "panels_json": [],
+            "charts": [],
+            "log": "",
+            "checkpoints": [],
+            "plots": [],
+            "stage": run.stage or "all",
+        }
     records = read_jsonl(Path(run.folder) / "metrics.jsonl", skip_bad=True)
     served = {(c.stage, c.step): c for c in run.served.all()}
     listing = [{**c, "served": served.get((c["stage"], c["step"]))} for c in checkpoints.listing(run.folder)]
+    panels = metric_panels(records)
     return {
-        "panels": metric_panels(records),
+        "panels": panels,
+        "panels_json": panels_json(panels),
         "charts": metric_charts(records),
         "log": _tail(Path(run.folder) / "train.log"),
         "checkpoints": listing,
@@ -193,8 +250,10 @@ def page_state(run):
 @staff_only
 def training_detail(request, pk):
     run = get_object_or_404(TrainingRun, pk=pk)
-    template = "studio/staff/_training_progress.html" if request.htmx else "studio/staff/training_run.html"
-    return render(request, template, {"run": run, **page_state(run)})
+    if request.htmx:
+        return render(request, "studio/staff/_training_progress.html", {"run": run, **page_state(run)})
+    uplot = {"uplot_js": static(static_path("uplot")), "uplot_css": static(static_path("uplot", "uPlot.min.css"))}
+    return render(request, "studio/staff/training_run.html", {"run": run, **uplot, **page_state(run)})
 
 
 @staff_only
