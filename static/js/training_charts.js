@@ -22,6 +22,8 @@
   };
 
   const widthOf = (box) => Math.max(200, box.clientWidth - 2);
+  // Steps are whole numbers: ticks at 1, 2, 5 times a power of ten, never at half a step.
+  const STEP_TICKS = [1, 2, 5].flatMap((m) => [1, 10, 100, 1000, 10000, 100000].map((p) => m * p)).sort((a, b) => a - b);
 
   function options(chart, width) {
     return {
@@ -33,7 +35,7 @@
         { label: "step", value: readout },
         ...chart.series.map((s) => ({ label: s.name, stroke: s.color, width: 1.5, spanGaps: true, value: readout })),
       ],
-      axes: [{ size: 30 }, { size: 52 }],
+      axes: [{ size: 30, incrs: STEP_TICKS }, { size: 52 }],
       legend: { live: true },
     };
   }
@@ -93,6 +95,8 @@
       }
     }, 100);
   });
+  // afterSwap comes as the new markup lands (no frame shows its SVG); load, a settle later, is a fallback.
+  document.addEventListener("htmx:afterSwap", draw);
   document.addEventListener("htmx:load", draw);
   draw();
 })();
