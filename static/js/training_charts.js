@@ -68,7 +68,9 @@
       box.replaceChildren();
       if (u) {
         box.append(u.root);
-        u.setData(columns(chart), !zoomed(u));
+        const keepZoom = zoomed(u);
+        u.setData(columns(chart), !keepZoom);
+        if (keepZoom) u.setLegend(); // a scale change would have refreshed the readout; none came
         if (u.width !== width) u.setSize({ width, height: HEIGHT });
         u.syncRect();
       } else {

@@ -1,6 +1,7 @@
 """The staff training page in Chromium under the studio's Content-Security-Policy: every panel chart is drawn by the
 vendored uPlot over its server SVG, hovering reads a series' exact value at a step, a legend entry hides its series,
-and a running run's charts take new steps from the htmx refresh without being drawn anew (new panels appear).
+and a running run's charts take new steps from the htmx refresh without being drawn anew (a zoom kept, new panels
+appear).
 Screenshots: artifacts/e2e/training-charts*.png."""
 
 import json
@@ -38,6 +39,15 @@ print(json.dumps({{"done": done.pk, "live": live.pk}}))
 
 def chart_count(lines):
     return sum(len(p["charts"]) for p in panels_json(metric_panels([json.loads(line) for line in lines])))
+
+
+def step_at_left_edge(page, title):
+    """The step the readout of chart TITLE shows with the pointer at the plot's left edge (then moved off it)."""
+    box = page.locator(f'.live-chart[data-chart="{title}"] .u-over').bounding_box()
+    page.mouse.move(box["x"] + 1, box["y"] + box["height"] / 2)
+    step = int(legend_values(page, title)["step"])
+    page.mouse.move(0, 0)
+    return step
 
 
 def legend_values(page, title):
@@ -91,7 +101,7 @@ def test_every_panel_chart_is_drawn_by_uplot_and_reads_out_the_value_under_the_p
     page = staff_page
     page.goto(f"{studio.url}/staff/training/{runs['done']}")
     charts = chart_count(LINES)
-    expect(page.locator("#panels .live-chart > .uplot")).to_have_count(charts)
+    expect(page.locator("#panels .live-chart > .uplot")).to_have_count(charts, timeout=20_000)
     assert page.locator("#panels .uplot").count() == page.locator("#panels .live-chart").count() == charts
     assert page.locator("#panels svg.chart").count() == 0  # each SVG replaced by its canvas
 
@@ -131,18 +141,29 @@ def test_a_running_runs_charts_take_new_steps_from_the_refresh_and_new_panels_ap
     assert legend_values(page, "reward")["step"] == str(FIRST_RFT_STEPS - 1)
     page.eval_on_selector('.live-chart[data-chart="reward"] .uplot', "u => { u.dataset.kept = 'yes'; }")
     page.eval_on_selector("#training-progress", "p => { p.dataset.old = 'yes'; }")
+    # zoom in by dragging over the middle of the plot: its left edge no longer reads step 0
+    box = page.locator('.live-chart[data-chart="reward"] .u-over').bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    zoomed_from = step_at_left_edge(page, "reward")
+    assert 0 < zoomed_from < FIRST_RFT_STEPS - 1
 
     rft = [line for line in LINES if '"stage": "rft"' in line]
     with (runs["folder"] / "metrics.jsonl").open("a") as metrics:
         metrics.write("".join(line + "\n" for line in rft[FIRST_RFT_STEPS:]))
-    expect(page.locator('.live-chart[data-chart="reward"] .u-legend .u-value').first).to_have_text(str(len(rft) - 1))
+    expect(page.locator('.live-chart[data-chart="reward"] .u-legend .u-value').first).to_have_text(
+        str(len(rft) - 1), timeout=20_000
+    )
     assert page.locator("#training-progress[data-old]").count() == 0  # htmx swapped the markup in...
     assert page.locator('.live-chart[data-chart="reward"] .uplot[data-kept]').count() == 1  # ...the chart lived on
+    assert step_at_left_edge(page, "reward") == zoomed_from  # with its zoom
 
     with (runs["folder"] / "metrics.jsonl").open("a") as metrics:
         metrics.write("".join(line + "\n" for line in LINES[len(rft) :]))
     charts = chart_count(LINES)
-    expect(page.locator("#panels .live-chart > .uplot")).to_have_count(charts)
+    expect(page.locator("#panels .live-chart > .uplot")).to_have_count(charts, timeout=20_000)
     assert page.locator("#panels .panel h3").all_text_contents() == [
         panel for panel, _ in metric_panels([json.loads(x) for x in LINES])
     ]
