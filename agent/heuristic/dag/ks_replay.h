@@ -93,9 +93,10 @@ static Tensor ks_forward(std::vector<Tensor*> inputs, std::vector<const Tensor*>
         for (int64_t d = 0; d < t->dim(); ++d) key.push_back(t->size(d));
     }
     for (const Tensor* t : statics) key.push_back((int64_t)(intptr_t)t->data_ptr());
-    static std::mutex lock;
-    static std::vector<KsGraph> graphs;
-    std::lock_guard<std::mutex> guard(lock);
+    // Never destroyed: at the process's exit the framework's allocator may be gone before this library's statics.
+    static std::mutex* lock = new std::mutex();
+    static std::vector<KsGraph>& graphs = *new std::vector<KsGraph>();
+    std::lock_guard<std::mutex> guard(*lock);
     KsGraph* g = nullptr;
     for (KsGraph& candidate : graphs)
         if (candidate.key == key) g = &candidate;
