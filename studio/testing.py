@@ -92,6 +92,21 @@ def launch_chromium(playwright, user_data_dir, **options):
     )
 
 
+def in_studio(studio, code):
+    """Run CODE in `manage.py shell` against STUDIO's database; its output."""
+    env = {**os.environ, "DATABASE_URL": studio.database_url, "KS_CACHE_DIR": str(studio.folder / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def log_in(page, studio):
     """Sign a Playwright page in to a LiveStudio as its admin; the page ends on the studio's front page."""
     page.goto(studio.url + "/accounts/login/")

@@ -5,9 +5,13 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from studio.testing import LiveStudio, launch_chromium
+from studio.testing import LiveStudio, launch_chromium, log_in
 
 ARTIFACTS = Path(settings.BASE_DIR) / "artifacts" / "e2e"
+# Reported by the page itself, so that nothing Chromium blocks goes unseen (it also logs its own line). Tests wait
+# with Playwright's expect(), never wait_for_function, whose polling evaluates a string the policy forbids.
+REPORT_VIOLATIONS = """document.addEventListener("securitypolicyviolation", (e) =>
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + e.blockedURI + " at " + e.sourceFile));"""
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +46,25 @@ def shot():
     """shot(page, name): a full-page screenshot kept under artifacts/e2e/NAME.png."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return lambda page, name: page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def violations(browser):
+    """Every Content-Security-Policy complaint the browser logs on this module's page."""
+    browser.add_init_script(REPORT_VIOLATIONS)
+    return []
+
+
+@pytest.fixture(scope="module")
+def watched_page(page, studio, violations):
+    """The module's page, signed in, its CSP complaints collected in `violations`."""
+    page.on(
+        "console",
+        lambda message: (
+            violations.append(message.text)
+            if "Content Security Policy" in message.text or "CSP violation" in message.text
+            else None
+        ),
+    )
+    log_in(page, studio)
+    return page

@@ -2,20 +2,13 @@
 and the kernel editor work, and the browser reports no violation."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from django.conf import settings
 
-from studio.testing import chromium_missing, log_in
+from studio.testing import chromium_missing, in_studio
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing() or "ok")]
 
-# Reported by the page itself, so that nothing Chromium blocks goes unseen (it also logs its own line).
-REPORT_VIOLATIONS = """document.addEventListener("securitypolicyviolation", (e) =>
-  console.error("CSP violation: " + e.violatedDirective + " blocked " + e.blockedURI + " at " + e.sourceFile));"""
 SEED = """
 import json
 from django.contrib.auth import get_user_model
@@ -36,45 +29,9 @@ actions.append_event({run}, "turn", {{"index": 2, "thought": "live", "tool_calls
 """
 
 
-def in_studio(studio, code):
-    """Run CODE in `manage.py shell` against STUDIO's database; its output."""
-    env = {**os.environ, "DATABASE_URL": studio.database_url, "KS_CACHE_DIR": str(studio.folder / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 @pytest.fixture(scope="module")
 def seeded(studio):
     return json.loads(in_studio(studio, SEED).strip().splitlines()[-1])
-
-
-@pytest.fixture(scope="module")
-def violations(browser):
-    """Every CSP complaint the browser logs on this module's page."""
-    browser.add_init_script(REPORT_VIOLATIONS)
-    return []
-
-
-@pytest.fixture(scope="module")
-def watched_page(page, studio, violations):
-    page.on(
-        "console",
-        lambda message: (
-            violations.append(message.text)
-            if "Content Security Policy" in message.text or "CSP violation" in message.text
-            else None
-        ),
-    )
-    log_in(page, studio)
-    return page
 
 
 def test_the_run_page_streams_and_shows_kernels_without_a_policy_violation(watched_page, studio, seeded, violations):

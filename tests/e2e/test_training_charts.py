@@ -5,16 +5,13 @@ appear).
 Screenshots: artifacts/e2e/training-charts*.png."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from studio.testing import chromium_missing, log_in
+from studio.testing import chromium_missing, in_studio
 from studio.training_runs import metric_panels, panels_json
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing() or "ok")]
@@ -22,10 +19,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(chromium_missing()), rea
 H100_RUN = Path(settings.BASE_DIR) / "bench" / "results" / "rl-pipeline-h100"
 LINES = (H100_RUN / "metrics.jsonl").read_text().splitlines()
 FIRST_RFT_STEPS = 30  # the live run starts with these; the rest of RFT, then value, PPO and eval, arrive while it runs
-# As in test_content_security_policy.py: the page reports every violation, so that nothing blocked goes unseen. (Waits
-# are Playwright's expect(), never wait_for_function, whose polling evaluates a string the policy forbids.)
-REPORT_VIOLATIONS = """document.addEventListener("securitypolicyviolation", (e) =>
-  console.error("CSP violation: " + e.violatedDirective + " blocked " + e.blockedURI + " at " + e.sourceFile));"""
 SEED = """
 import json
 from django.contrib.auth import get_user_model
@@ -64,41 +57,13 @@ def runs(studio, tmp_path_factory):
     live = tmp_path_factory.mktemp("live-training-run")
     (live / "metrics.jsonl").write_text("".join(line + "\n" for line in LINES[:FIRST_RFT_STEPS]))
     code = SEED.format(username=studio.username, done=str(H100_RUN), live=str(live))
-    env = {**os.environ, "DATABASE_URL": studio.database_url, "KS_CACHE_DIR": str(studio.folder / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "folder": live}
-
-
-@pytest.fixture(scope="module")
-def violations(browser):
-    browser.add_init_script(REPORT_VIOLATIONS)
-    return []
-
-
-@pytest.fixture(scope="module")
-def staff_page(page, studio, violations):
-    page.on(
-        "console",
-        lambda m: (
-            violations.append(m.text) if "Content Security Policy" in m.text or "CSP violation" in m.text else None
-        ),
-    )
-    log_in(page, studio)
-    return page
+    return {**json.loads(in_studio(studio, code).strip().splitlines()[-1]), "folder": live}
 
 
 def test_every_panel_chart_is_drawn_by_uplot_and_reads_out_the_value_under_the_pointer(
-    staff_page, studio, runs, violations, shot
+    watched_page, studio, runs, violations, shot
 ):
-    page = staff_page
+    page = watched_page
     page.goto(f"{studio.url}/staff/training/{runs['done']}")
     charts = chart_count(LINES)
     expect(page.locator("#panels .live-chart > .uplot")).to_have_count(charts, timeout=20_000)
@@ -132,9 +97,9 @@ def test_every_panel_chart_is_drawn_by_uplot_and_reads_out_the_value_under_the_p
 
 
 def test_a_running_runs_charts_take_new_steps_from_the_refresh_and_new_panels_appear(
-    staff_page, studio, runs, violations, shot
+    watched_page, studio, runs, violations, shot
 ):
-    page = staff_page
+    page = watched_page
     page.goto(f"{studio.url}/staff/training/{runs['live']}")
     first = chart_count(LINES[:FIRST_RFT_STEPS])
     expect(page.locator("#panels .live-chart > .uplot")).to_have_count(first)
