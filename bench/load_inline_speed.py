@@ -1,14 +1,18 @@
-"""load_inline two ways, side by side: torch's own, and through the sandbox's fast build (sandbox/native/inline.py:
-the C++ unit against a precompiled torch header, the library cached by content hash), cold and cached.
+"""load_inline side by side: torch's own, and through the sandbox's fast build (sandbox/native/inline.py: C++ units
+against precompiled torch headers, light ones where sandbox/native/light.py shows they change nothing, the kernels of a
+`.cu` apart from torch's headers, the library cached by content hash), cold and cached; and the fast build with every
+C++ unit against torch/extension.h (KS_INLINE_LIGHT_HEADERS=0, as before the light headers).
 
-    python -m bench.load_inline_speed [--device cpu|cuda] [--reps 5] [--plain-reps 1]
+    python -m bench.load_inline_speed [--device cpu|cuda] [--reps 5] [--full-reps 2] [--plain-reps 1]
 
 The solution is written as KernelBench solutions are: on the CPU, C++ sources with `functions=[...]`; on CUDA, a
 declaration in cpp_sources and the kernel with its torch wrapper in cuda_sources (torch/extension.h in the .cu).
 Every build runs in a fresh interpreter, as the candidate worker does, and times the load_inline call alone. A cold
 repetition changes a comment in the sources (a new cache key, the same work); a cached one loads the same sources
-again in a new process (the fast build's cache, torch's TORCH_EXTENSIONS_DIR). The precompiled header is built once
-per worker and sources' flags before anything is timed; its time is printed apart.
+again in a new process (the fast build's cache, torch's TORCH_EXTENSIONS_DIR). The precompiled headers are built once
+per worker and sources' flags before anything is timed; their time is printed apart. Each cold fast build's stages
+(ninja's log: kernels, host, binding, check, link; units of one stage run side by side) and the header each C++ unit
+was compiled against are printed below the table.
 """
 
 import argparse
@@ -74,8 +78,8 @@ device = "cuda" if args["call"].get("cuda_sources") else "cpu"
 x, y = torch.randn(4096, device=device), torch.randn(4096, device=device)
 error = (module.add_relu(x, y) - torch.relu(x + y)).abs().max().item()
 record = inline.BUILDS[-1] if args["fast"] else {}
-print(json.dumps({"seconds": seconds, "max_error": error, "cached": record.get("cached"), "pch": record.get("pch"),
-                  "split": record.get("split")}))
+print(json.dumps({"seconds": seconds, "max_error": error, **{k: record.get(k) for k in ("cached", "pch", "split",
+                  "stages", "headers")}}))
 """
 
 
@@ -114,16 +118,21 @@ def prepare(device):
     return time.perf_counter() - t0
 
 
-def measure(device, reps, plain_reps, tmp):
+def measure(device, reps, full_reps, plain_reps, tmp):
     from sandbox import settings
 
     env = {**os.environ, "MAX_JOBS": str(settings.MAX_JOBS)}
-    results = {"fast cold": [], "fast cached": [], "plain cold": [], "plain cached": []}
+    results = {k: [] for k in ("fast cold", "fast cached", "full cold", "plain cold", "plain cached")}
     for rep in range(reps):
         results["fast cold"].append(run({"fast": True, "call": call(device, rep)}, env))
         assert not results["fast cold"][-1]["cached"] and results["fast cold"][-1]["pch"]
         split = " (kernels split from torch's headers)" if results["fast cold"][-1].get("split") else ""
         print(f"fast build, cold: {results['fast cold'][-1]['seconds']:.2f} s{split}", flush=True)
+    for rep in range(full_reps):
+        # New sources (a cache key of their own), every C++ unit against torch/extension.h.
+        full = run({"fast": True, "call": call(device, 1000 + rep)}, {**env, "KS_INLINE_LIGHT_HEADERS": "0"})
+        results["full cold"].append(full)
+        print(f"fast build, torch/extension.h in every unit, cold: {full['seconds']:.2f} s", flush=True)
     for rep in range(reps):
         results["fast cached"].append(run({"fast": True, "call": call(device, rep)}, env))
         assert results["fast cached"][-1]["cached"]
@@ -143,6 +152,9 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.load_inline_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--reps", type=int, default=5, help="cold and cached builds through the fast build")
+    parser.add_argument(
+        "--full-reps", type=int, default=2, help="cold fast builds with torch/extension.h in every unit (before)"
+    )
     parser.add_argument("--plain-reps", type=int, default=1, help="torch's own cold builds (about a minute each)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and gpu_missing("load_inline_speed"):
@@ -159,35 +171,57 @@ def main(argv):
     )
     with private_cache("ks-bench-inline-"), tempfile.TemporaryDirectory(prefix="ks-bench-inline-") as tmp:
         pch_s = prepare(args.device)
-        print(f"precompiled torch header (once per worker): {pch_s:.1f} s", flush=True)
-        results = measure(args.device, args.reps, args.plain_reps, Path(tmp))
-    median = {k: statistics.median(r["seconds"] for r in v) for k, v in results.items()}
+        print(f"precompiled torch headers (once per worker, side by side): {pch_s:.1f} s", flush=True)
+        results = measure(args.device, args.reps, args.full_reps, args.plain_reps, Path(tmp))
+    median = {k: statistics.median(r["seconds"] for r in v) if v else None for k, v in results.items()}
     rows = [
+        ("torch's load_inline", len(results["plain cold"]), _s(median["plain cold"], 2), _s(median["plain cached"], 3)),
+        ("fast build, torch/extension.h in every unit", len(results["full cold"]), _s(median["full cold"], 2), ""),
         (
-            "torch's load_inline",
-            len(results["plain cold"]),
-            f"{median['plain cold']:.2f}",
-            f"{median['plain cached']:.3f}",
-        ),
-        (
-            "through the sandbox's fast build",
-            len(results["fast cold"]),
-            f"{median['fast cold']:.2f}",
-            f"{median['fast cached']:.3f}",
+            "fast build (light headers where equivalent)",
+            args.reps,
+            _s(median["fast cold"], 2),
+            _s(median["fast cached"], 3),
         ),
     ]
     print()
     print(table((f"load_inline, {args.device}, median s", "n", "cold", "cached"), rows))
+    print()
+    print(table(("stage of a cold build, median s", "fast", "torch/extension.h in every unit"), _stage_rows(results)))
+    for label in ("fast cold", "full cold"):
+        for headers in sorted({json.dumps(r["headers"], sort_keys=True) for r in results[label]}):
+            print(f"{label}: headers {headers}")
     errors = [r["max_error"] for v in results.values() for r in v]
-    print(
-        f"cold: torch's / fast = {median['plain cold'] / median['fast cold']:.1f}x; max |error| {max(errors):.1e}; "
-        f"load average {os.getloadavg()[0]:.1f}"
-    )
+    ratios = [f"{name} / fast = {median[key] / median['fast cold']:.1f}x" for name, key in
+              (("torch's", "plain cold"), ("every unit full", "full cold")) if median[key]]  # fmt: skip
+    print(f"cold: {'; '.join(ratios)}; max |error| {max(errors):.1e}; load average {os.getloadavg()[0]:.1f}")
     print(
         f"reproduce: python -m bench.load_inline_speed --device {args.device} --reps {args.reps} "
-        f"--plain-reps {args.plain_reps}"
+        f"--full-reps {args.full_reps} --plain-reps {args.plain_reps}"
     )
     return 0
+
+
+def _s(value, digits):
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _stage_rows(results):
+    """(stage, median s of the fast cold builds, of the full ones) for every stage either recorded."""
+    names = ["kernels", "host", "binding", "c++", "check", "link"]
+    rows = []
+    for name in names:
+        cells = []
+        for label in ("fast cold", "full cold"):
+            values = [r["stages"][name] for r in results[label] if name in (r.get("stages") or {})]
+            cells.append(_s(statistics.median(values), 2) if values else "")
+        if any(cells):
+            rows.append((name, *cells))
+    totals = [
+        _s(statistics.median(r["seconds"] for r in results[k]), 2) if results[k] else ""
+        for k in ("fast cold", "full cold")
+    ]
+    return rows + [("load_inline call (all of it)", *totals)]
 
 
 if __name__ == "__main__":

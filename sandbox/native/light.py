@@ -43,9 +43,9 @@ HEADERS = {
 LIGHT = {"types": "ks_types.h", "bind": "ks_bind.h"}
 CUT = 'static_assert(false, "ks: end of the unit");'
 CUT_MESSAGE = "ks: end of the unit"
-_EXTENSION = re.compile(r'^\s*#\s*include\s*[<"]torch/extension\.h[>"].*$', re.M)
+_EXTENSION = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"].*$', re.M)
 # Umbrella headers beyond the light ones: a unit including them gains nothing.
-_HEAVY = re.compile(r'^\s*#\s*include\s*[<"]torch/(all|torch|python|nn|optim|data|serialize|jit)\.h[>"]', re.M)
+_HEAVY = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/(all|torch|python|nn|optim|data|serialize|jit)\.h[>"]', re.M)
 _BINDING = re.compile(r"\bPYBIND11_\w+|\bpybind11\b|\bpy::|\bTORCH_LIBRARY\w*")
 _PARAM_AUTO = re.compile(r"([(,])\s*(?:(?:const|volatile)\s+)*auto\b")
 _NOT_PARAMS = {"for", "if", "while", "switch", "catch", "decltype", "sizeof", "alignof", "noexcept", "static_cast"}
