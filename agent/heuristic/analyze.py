@@ -21,6 +21,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from agent.heuristic.batch import Specialized, affine_leaves, sample_sizes, scaled_inputs
 from agent.heuristic.capture import capture
+from agent.heuristic.dag import rnn
 from sandbox.problem import batch_candidates, import_file
 
 # Seconds the analyses at other batch sizes may take: the policy's analysis command runs under the bash tool's
@@ -128,7 +129,8 @@ def _analysis(module, model, inputs, group=(), size=None):
     try:
         # A copy: tracing adds the constants it meets to the module (_tensor_constant0, 1, ...), and each batch
         # size's trace must name them alike.
-        result = _fx_analysis(copy.deepcopy(model), inputs)
+        with rnn.capturing():  # nn.LSTM's shapes without running its steps on meta tensors
+            result = _fx_analysis(copy.deepcopy(model), inputs)
     except Exception as exc:  # noqa: BLE001 -- reported to the policy as the reason it cannot plan
         reason = f"torch.fx cannot trace Model.forward: {type(exc).__name__}: {exc}"
         if not aten["ok"]:

@@ -3,7 +3,8 @@
 The graph is decomposed to core ATen plus the decompositions of the norms and softmaxes (so the planner sees
 reductions and elementwise ops it fuses), keeping scaled_dot_product_attention whole for the attention family and
 the recurrent layers (aten.lstm, gru, rnn_tanh, rnn_relu) whole for the RNN family: unrolled, every step of every
-layer would land in the graph.
+layer would land in the graph (and while capturing, nn.LSTM / GRU / RNN run as dag/rnn.py's capture ops, whose shape
+functions spare the steps that the aten ops' own meta path runs).
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
 
@@ -11,6 +12,7 @@ import functools
 
 import torch
 
+from agent.heuristic.dag import rnn
 from agent.heuristic.errors import Unsupported
 
 aten = torch.ops.aten
@@ -178,7 +180,7 @@ def _graph_json(program, inputs):
         value = node.meta.get("val")
         entry = {"name": node.name, "op": node.op, "args": _arg(node.args), "kwargs": _arg(dict(node.kwargs))}
         if node.op == "call_function":
-            entry["target"] = (
+            entry["target"] = rnn.aten_target(
                 str(node.target)
                 if isinstance(node.target, torch._ops.OpOverload)
                 else getattr(node.target, "__name__", str(node.target))
@@ -200,6 +202,11 @@ def capture(model, inputs, build_fake=None):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
     every capture}. BUILD_FAKE(mode), when given, builds (model, inputs) again under a FakeTensorMode: CPU tensors that
     hold no memory, so constants made in forward keep their values and meet the model on its own device."""
+    with rnn.capturing():
+        return _capture(model, inputs, build_fake)
+
+
+def _capture(model, inputs, build_fake):
     reasons = []
     attempts = [
         ("torch.export", False, "fake"),

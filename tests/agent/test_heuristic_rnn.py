@@ -44,14 +44,14 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self, features, hidden):
         super().__init__()
-        self.gru = nn.GRU(features, hidden, num_layers=2)
+        self.gru = nn.GRU(features, hidden, num_layers=2, bidirectional=True)
 
     def forward(self, x, h0):
         _, h_n = self.gru(x, h0)
         return h_n
 
 def get_inputs():
-    return [torch.randn(10, 3, 8), torch.randn(2, 3, 24)]
+    return [torch.randn(10, 3, 8), torch.randn(4, 3, 24)]
 
 def get_init_inputs():
     return [8, 24]

@@ -8,6 +8,11 @@ rows 0 .. steps - 1), h0, the cell c (LSTM), then the step's recurrent projectio
 it; h0 and c0 are computed into it by the kernel, so any expression of them (zeros, a slice of an input) serves.
 """
 
+import contextlib
+import functools
+
+import torch
+
 from agent.heuristic.dag.cexpr import Scope
 from agent.heuristic.errors import Unsupported
 
@@ -22,6 +27,75 @@ PARALLEL_CELLS = 1 << 14
 def rows(mode, steps):
     """Rows of [batch, hidden] in a direction's state buffer: h_t by time, h0, c (LSTM), the recurrent projection."""
     return steps + 1 + (mode == "lstm") + GATES[mode]
+
+
+# -- capture ---------------------------------------------------------------------------------------------------------
+# The aten ops have no shape function: on meta and fake tensors they run their decomposition, every step of every layer
+# (KernelBench's 6 layers of 512 steps: minutes, past the analysis' time). While capturing, nn.LSTM / GRU / RNN call
+# custom ops of the same schemas instead (torch._VF, which they call, routed): shapes only on meta and fake tensors,
+# the aten op itself on real ones. capture.py names them back as the aten ops in the graph it writes.
+CAPTURE_NAMESPACE = "ks_capture"
+
+
+def _fake(mode):
+    def shapes(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        states = list(hx) if mode == "lstm" else [hx]
+        out = [*input.shape[:2], (2 if bidirectional else 1) * states[0].shape[-1]]
+        return (input.new_empty(out), *(s.new_empty(s.shape) for s in states))
+
+    return shapes
+
+
+@functools.cache
+def _capture_ops():
+    ops = {}
+    for mode in MODES:
+        aten = getattr(torch.ops.aten, mode).input
+        schema = str(aten._schema)
+        op = torch.library.custom_op(
+            f"{CAPTURE_NAMESPACE}::{mode}",
+            lambda *args, aten=aten: tuple(aten(*args)),
+            mutates_args=(),
+            schema=schema[schema.index("(") :],
+        )
+        op.register_fake(_fake(mode))
+        ops[mode] = op
+    return ops
+
+
+def aten_target(target):
+    """The aten op a captured target stands for: ks_capture.lstm.default -> aten.lstm.input; others unchanged."""
+    namespace, _, rest = target.partition(".")
+    mode = rest.removesuffix(".default")
+    return f"aten.{mode}.input" if namespace == CAPTURE_NAMESPACE and mode in MODES else target
+
+
+@contextlib.contextmanager
+def capturing():
+    """While it lasts, nn.LSTM / GRU / RNN run as the capture ops (a packed sequence's form stays aten's)."""
+    ops = _capture_ops()
+    vf = torch._VF
+    saved = {mode: vf.__dict__.get(mode) for mode in MODES}
+
+    def route(mode):
+        original = getattr(torch._C._VariableFunctions, mode)
+
+        def call(*args):
+            packed = isinstance(args[3], (list, tuple))  # (data, batch_sizes, hx, params, ...)
+            return original(*args) if packed else ops[mode](*args)
+
+        return call
+
+    for mode in MODES:
+        setattr(vf, mode, route(mode))
+    try:
+        yield
+    finally:
+        for mode, value in saved.items():
+            if value is None:
+                vf.__dict__.pop(mode, None)
+            else:
+                setattr(vf, mode, value)
 
 
 # -- lowering ----------------------------------------------------------------------------------------------------------
