@@ -35,12 +35,9 @@ ENABLED = os.environ.get("KS_INLINE_LIGHT_HEADERS", "1") != "0"
 HEADER_DIR = Path(__file__).parent
 MAIN = "ks_torch.h"
 # The precompiled headers of load_inline's units (sandbox.native.build.precompiled_headers): name -> source.
-HEADERS = {
-    "ks_torch.h": HEADER_DIR / "ks_torch.h",
-    "ks_types.h": HEADER_DIR / "ks_types.h",
-    "ks_bind.h": HEADER_DIR / "ks_bind.h",
-}
-LIGHT = {"types": "ks_types.h", "bind": "ks_bind.h"}
+HEADERS = {name: HEADER_DIR / name for name in ("ks_torch.h", "ks_types.h", "ks_bind.h", "ks_module.h")}
+# The kinds of unit (eligible()) and their light headers.
+LIGHT = {"types": "ks_types.h", "bind": "ks_bind.h", "module": "ks_module.h"}
 CUT = 'static_assert(false, "ks: end of the unit");'
 CUT_MESSAGE = "ks: end of the unit"
 _EXTENSION = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"].*$', re.M)
@@ -79,7 +76,26 @@ def eligible(text):
             return None, "it has a generic lambda or an `auto` parameter (a template)"
     if _dynamic_initializer(masked):
         return None, "a namespace-scope variable is initialized at load time (done at the unit's end)"
-    return ("bind" if _BINDING.search(masked) else "types"), ""
+    if not _BINDING.search(masked):
+        return "types", ""
+    return ("module" if _declarations_only(masked) else "bind"), ""
+
+
+def _declarations_only(masked):
+    """Whether MASKED code defines no function but its pybind11 module: load_inline's main.cpp for a `.cu`."""
+    masked = re.sub(r"^[ \t]*#.*$", "", masked, flags=re.M)
+    at = 0
+    while True:
+        brace = masked.find("{", at)
+        if brace < 0:
+            return True
+        head = masked[at:brace].split(";")[-1]
+        if not re.match(r"\s*PYBIND11_MODULE\s*\(", head):
+            return False
+        try:
+            at = _closing(masked, brace) + 1
+        except Unsplittable:
+            return False
 
 
 def _dynamic_initializer(masked):

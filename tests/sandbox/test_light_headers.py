@@ -88,7 +88,8 @@ def test_a_callee_returned_by_value_is_told_apart_by_its_mangled_name(headers):
         ("torch::Tensor f(torch::Tensor x) {\n  for (auto& s : x.sizes()) {}\n  return x;\n}\n", "types"),
         ("const int kBlock = 256;\nconstexpr float kScale = 2.0f;\nint f(int a = 1);\n", "types"),
         ('struct P { int n; } p;\nextern "C" void ks_launch_k(int n);\n', "types"),
-        ('PYBIND11_MODULE(m, m) {\n  m.def("f", &f);\n}\n', "bind"),
+        ('torch::Tensor f(torch::Tensor x);\nPYBIND11_MODULE(m, m) {\n  m.def("f", &f);\n}\n', "module"),
+        ('int f(int x) { return x; }\nPYBIND11_MODULE(m, m) {\n  m.def("f", &f);\n}\n', "bind"),
     ],
 )
 def test_plain_torch_code_and_bindings_are_eligible(text, kind):
