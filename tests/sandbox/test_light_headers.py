@@ -163,3 +163,29 @@ def test_a_build_links_the_light_object_where_the_check_passes_and_compiles_the_
     assert "differs.cpp" in proc.stdout and "same.cpp" not in proc.stdout
     symbols = subprocess.run(["nm", "-C", "ext.so"], cwd=headers, capture_output=True, text=True).stdout
     assert "g(long)" in symbols and "h()" in symbols
+
+
+def _headers_reached(header, tmp_path):
+    """The files g++ reads for `#include HEADER` with torch's include paths."""
+    import sysconfig
+
+    from torch.utils.cpp_extension import include_paths
+
+    flags = [f"-I{p}" for p in include_paths() + [sysconfig.get_paths()["include"]]]
+    (tmp_path / "probe.cpp").write_text(f"#include {header}\n")
+    proc = subprocess.run(
+        ["g++", "-std=c++17", *flags, "-M", "probe.cpp"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {p for p in proc.stdout.replace("\\\n", " ").split()[1:] if p.endswith(".h")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("light_header", ["ks_bind.h", "ks_module.h"])
+def test_the_light_binding_headers_see_every_type_caster_torch_extension_h_brings(light_header, tmp_path):
+    # A caster pybind11 instantiates at a unit's end, past the check's parse: the light header must hold them all.
+    full = _headers_reached("<torch/extension.h>", tmp_path)
+    lighter = _headers_reached(f'"{light.HEADERS[light_header]}"', tmp_path)
+    assert {p for p in full if "/pybind11/" in p} <= lighter
+    casters = {p for p in full - lighter if "type_caster" in open(p, errors="replace").read()}
+    assert casters == set()
