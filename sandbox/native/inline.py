@@ -2,16 +2,19 @@
 
 The candidate worker installs this before it imports a solution (`install()`). A KernelBench solution's
 `load_inline` compiles a C++ unit that opens with torch/extension.h: about 40 s on two cores, nearly all of it torch's
-headers. Here that unit is compiled with `-include` of ks_torch.h precompiled for the very same flags, and the
-library is kept by a hash of everything that went into it. Everything else is load_inline's own: the source text it
+headers. Here that unit is compiled with `-include` of ks_torch.h precompiled for the very same flags, or against a
+lighter precompiled header where GCC shows, unit by unit, that this changes nothing (sandbox/native/light.py: a third
+of the time), and the library is kept by a hash of everything that went into it. Each build's stages (ninja's log)
+are recorded with it. Everything else is load_inline's own: the source text it
 writes (the implicit includes, the pybind11 module it generates for `functions=`), torch's build file with torch's
 flags (torch's generator writes it), the module's name (`NAME_vN` when a name comes back with other sources), the
 error it raises ("Error building extension 'NAME': ..."). Two differences, both for people: `#line` directives make
 compiler errors name the solution's own file and lines, and a build is found again in the cache.
 
 What it cannot honour (SYCL, HIP, Windows, `build_directory`, standalone executables, options newer than this module)
-goes to torch's own function, with the reason logged and recorded in `BUILDS`. `.cu` sources still see torch's
-headers in nvcc, as load_inline compiles them.
+goes to torch's own function, with the reason logged and recorded in `BUILDS`. A `.cu` source is split into its
+kernels (nvcc without torch's headers) and its torch code (C++) where sandbox/native/cuda_split.py can, else built
+whole by nvcc with torch's headers, as load_inline compiles it.
 """
 
 import functools
