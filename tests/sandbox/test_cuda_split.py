@@ -133,3 +133,12 @@ LAUNCH = "torch::Tensor f(torch::Tensor o) { k<<<1, 32>>>(o.data_ptr<float>(), 3
 def test_what_cannot_be_split_safely_is_named(source, why):
     with pytest.raises(Unsplittable, match=why):
         split(source)
+
+
+def test_the_host_unit_of_a_split_is_eligible_for_the_light_torch_header():
+    # Its launcher declarations and helpers keep it plain torch code: sandbox.native.light may compile it against
+    # torch/types.h (its check still decides whether the object is linked).
+    from sandbox.native import light
+
+    _, host = split(SOLUTION)
+    assert light.eligible(host) == ("types", "")
