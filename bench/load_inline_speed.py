@@ -1,7 +1,7 @@
 """load_inline side by side: torch's own, and through the sandbox's fast build (sandbox/native/inline.py: C++ units
 against precompiled torch headers, light ones where sandbox/native/light.py shows they change nothing, the kernels of a
 `.cu` apart from torch's headers, the library cached by content hash), cold and cached; and the fast build with every
-C++ unit against torch/extension.h (KS_INLINE_LIGHT_HEADERS=0, as before the light headers).
+C++ unit against torch/extension.h (KS_INLINE_LIGHT_HEADERS=False, as before the light headers).
 
     python -m bench.load_inline_speed [--device cpu|cuda] [--reps 5] [--full-reps 2] [--plain-reps 1]
 
@@ -130,7 +130,7 @@ def measure(device, reps, full_reps, plain_reps, tmp):
         print(f"fast build, cold: {results['fast cold'][-1]['seconds']:.2f} s{split}", flush=True)
     for rep in range(full_reps):
         # New sources (a cache key of their own), every C++ unit against torch/extension.h.
-        full = run({"fast": True, "call": call(device, 1000 + rep)}, {**env, "KS_INLINE_LIGHT_HEADERS": "0"})
+        full = run({"fast": True, "call": call(device, 1000 + rep)}, {**env, "KS_INLINE_LIGHT_HEADERS": "False"})
         results["full cold"].append(full)
         print(f"fast build, torch/extension.h in every unit, cold: {full['seconds']:.2f} s", flush=True)
     for rep in range(reps):

@@ -212,6 +212,8 @@ def environment(private, device, extra=None):
         "OPENBLAS_L2_SIZE",
         "KS_CACHE_DIR",
         "KS_SHAPE_TRIAL_MEMORY_SHARE",
+        "KS_INLINE_SPLIT_CUDA",
+        "KS_INLINE_LIGHT_HEADERS",
     ):
         if name in os.environ:
             env[name] = os.environ[name]

@@ -59,6 +59,9 @@ MAX_JOBS = _int("MAX_JOBS", max(1, min(8, os.cpu_count() or 1)))
 CPU_THREADS = _int("KS_CPU_THREADS", max(1, min(4, os.cpu_count() or 1)))
 # load_inline's `.cu` sources built as kernels apart from torch's headers where they split (sandbox.native.cuda_split).
 SPLIT_CUDA = _bool("KS_INLINE_SPLIT_CUDA", True)
+# load_inline's C++ units compiled against a lighter precompiled header where GCC's dumps show it changes nothing
+# (sandbox.native.light); False: every unit against torch/extension.h.
+INLINE_LIGHT_HEADERS = _bool("KS_INLINE_LIGHT_HEADERS", True)
 
 # The warm pool of jailed analysis processes (sandbox.warm_pool) that a studio worker keeps for the heuristic's first
 # turn: processes per device, each with torch imported and its first-call costs paid, used once; 0 turns it off.

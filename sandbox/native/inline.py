@@ -557,7 +557,7 @@ def _compile(folder, name, ninja, headers, eligible, verbose, kernels=False):
     units against them and checks that it changes nothing (sandbox.native.light), with KERNELS the CUDA kernel units
     beside them; the build file's own run then links, compiling against the full header what the first did not."""
     units, decided = [], {}
-    if light.ENABLED and eligible and len(headers) > 1:
+    if settings.INLINE_LIGHT_HEADERS and eligible and len(headers) > 1:
         texts = {_ninja_path(s): s.read_text(errors="replace") for s in eligible}
         units, skipped = light.plan(folder, ninja, texts, headers)
         decided = {Path(s).name: f"full: {why}" for s, why in skipped.items()}

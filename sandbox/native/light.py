@@ -22,7 +22,6 @@ caster and the same template definitions as torch/extension.h.
 """
 
 import collections
-import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -30,8 +29,6 @@ from pathlib import Path
 
 from sandbox.native.cuda_split import Unsplittable, _closing, _mask
 
-# KS_INLINE_LIGHT_HEADERS=0 compiles every unit against torch/extension.h, as before this module.
-ENABLED = os.environ.get("KS_INLINE_LIGHT_HEADERS", "1") != "0"
 HEADER_DIR = Path(__file__).parent
 MAIN = "ks_torch.h"
 # The precompiled headers of load_inline's units (sandbox.native.build.precompiled_headers): name -> source.

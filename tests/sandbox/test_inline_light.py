@@ -5,7 +5,8 @@ torch's error messages), the build records its stages and headers, and what the 
 import pytest
 import torch
 
-from sandbox.native import inline, light
+from sandbox import settings
+from sandbox.native import inline
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +32,7 @@ FUNCTIONS = {"scale_light": "Scales x by alpha.", "shapes_light": "Each tensor's
 
 
 def build(name, cpp=CPP, enabled=True, monkeypatch=None):
-    monkeypatch.setattr(light, "ENABLED", enabled)
+    monkeypatch.setattr(settings, "INLINE_LIGHT_HEADERS", enabled)
     module = inline.load_inline(name=name, cpp_sources=cpp, functions=FUNCTIONS)
     return module, inline.BUILDS[-1]
 
