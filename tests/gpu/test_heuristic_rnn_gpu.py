@@ -27,15 +27,20 @@ def _episode(problem, tmp_path, fast_protocol):
     return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
 
 
-def _check(traj, tmp_path):
-    verdict = traj.verdict
-    assert traj.stop_reason == "submitted", traj.stop_reason
-    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
-    assert verdict["reward"] >= 1
-    kernel = (tmp_path / "workspace" / "kernels" / "fused.cu").read_text()
-    assert not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel), kernel[:2000]
-    assert "ks_rnn<" in kernel and (tmp_path / "workspace" / "kernels" / "ks_rnn.cuh").exists()
-    assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()
+def _written(tmp_path):
+    """The episode's CUDA kernels and model_new.py, as written."""
+    kernels = tmp_path / "workspace" / "kernels"
+    return (kernels / "fused.cu").read_text(), (tmp_path / "workspace" / "model_new.py").read_text()
+
+
+def _is_rnn_kernel_without_torch(kernel, model_new, tmp_path):
+    """The kernels use the RNN family's template, no PyTorch in them, and ModelNew calls the fused op."""
+    return (
+        not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel)
+        and "ks_rnn<" in kernel
+        and (tmp_path / "workspace" / "kernels" / "ks_rnn.cuh").exists()
+        and "ops.fused(" in model_new
+    )
 
 
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])
@@ -45,7 +50,12 @@ def test_the_rnn_family_writes_a_correct_kernel_for_a_kernelbench_problem(
     traj = _episode(kernelbench.problem(level, name), tmp_path, fast_protocol)
     record_verdict(f"heuristic (RNN): level{level}/{name}", traj.verdict)
     print(f"{name}: speedup vs eager {traj.verdict.get('speedup_vs_eager')}")
-    _check(traj, tmp_path)
+    verdict = traj.verdict
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
+    assert verdict["reward"] >= 1, verdict["reward"]
+    kernel, model_new = _written(tmp_path)
+    assert _is_rnn_kernel_without_torch(kernel, model_new, tmp_path), kernel[:2000]
 
 
 def _user_modules():
@@ -66,4 +76,9 @@ def test_the_rnn_family_writes_correct_kernels_for_user_modules(fast_protocol, r
     problem.write_text(_user_modules()[name])
     traj = _episode(problem, tmp_path, fast_protocol)
     record_verdict(f"heuristic (RNN): {name}", traj.verdict)
-    _check(traj, tmp_path)
+    verdict = traj.verdict
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
+    assert verdict["reward"] >= 1, verdict["reward"]
+    kernel, model_new = _written(tmp_path)
+    assert _is_rnn_kernel_without_torch(kernel, model_new, tmp_path), kernel[:2000]

@@ -114,8 +114,8 @@ def test_what_the_parse_cannot_check_keeps_the_full_header(text, why):
 
 def test_the_light_text_keeps_line_numbers_and_the_file_name():
     text = '#include <cuda_runtime.h>\n\n  #include "torch/extension.h"\nint f() { return __LINE__; }\n'
-    out = light.light_text(text, "/work/x/main.cpp")
-    assert out.splitlines()[0] == '#line 1 "/work/x/main.cpp"'
+    out = light.light_text(text, "build/main.cpp")
+    assert out.splitlines()[0] == '#line 1 "build/main.cpp"'
     assert out.splitlines()[1:] == ["#include <cuda_runtime.h>", "", "", "int f() { return __LINE__; }"]
 
 
