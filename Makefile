@@ -36,8 +36,10 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
 
+# Parallel workers, a test file per worker at a time (module fixtures build once); the slowest tests listed last.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider
+	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # For a GPU machine: no virtual environment, the python that holds CUDA PyTorch.
 test-gpu:

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -196,9 +197,15 @@ time.sleep(300)
 """
 
 
-def test_a_killed_worker_leaves_no_jailed_process_and_its_folder_is_swept():
+def test_a_killed_worker_leaves_no_jailed_process_and_its_folder_is_swept(monkeypatch, request):
     import psutil
 
+    # A work root of its own: any jail made elsewhere on the host (a parallel test worker's) sweeps the shared one.
+    # Under /tmp like the default one, where jailed uids can pass (pytest's tmp_path is its owner's alone).
+    root = Path(tempfile.mkdtemp(prefix="ks-jail-test-"))
+    os.chmod(root, 0o711)
+    monkeypatch.setenv("KS_SANDBOX_WORK", str(root / "work"))
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True, env=env)
     private, uid, bwrap_pid = parent.stdout.readline().split()

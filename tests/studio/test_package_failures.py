@@ -58,6 +58,25 @@ def wait_for(condition, timeout=60, what="the condition"):
         time.sleep(0.1)
 
 
+def work_horse(worker):
+    """The worker's work horse: RQ forks one per job, so it runs the worker's command line. The worker is a
+    subreaper, so processes a job's jails and builds left in sessions of their own can be its children too."""
+    parent = psutil.Process(worker.pid)
+
+    def forks():
+        found = []
+        for child in parent.children():
+            try:
+                if child.cmdline() == parent.cmdline():
+                    found.append(child)
+            except psutil.Error:  # gone or a zombie meanwhile: not the running horse
+                pass
+        return found
+
+    wait_for(lambda: len(forks()) == 1, what="one work horse among the worker's children")
+    return forks()[0]
+
+
 def test_a_second_click_while_it_waits_queues_nothing_more_and_the_page_says_where_it_waits(client, version):
     for _ in range(2):
         page = client.post(f"/versions/{version.pk}/package", HTTP_HX_REQUEST="true").content.decode()
@@ -85,8 +104,7 @@ def test_a_build_whose_work_horse_was_killed_reads_as_the_sentence_with_rqs_text
     worker = start_worker("cpu", KS_WARM_POOL="0")
     job = queues.fetch(packages.job_id(version))
     wait_for(lambda: job.get_status(refresh=True) == "started", timeout=120, what="the worker taking the job")
-    [horse] = psutil.Process(worker.pid).children()  # RQ forks one work horse per job
-    horse.kill()  # as the kernel's OOM killer would
+    work_horse(worker).kill()  # as the kernel's OOM killer would
     wait_for(lambda: job.get_status(refresh=True) == "failed", what="RQ marking the job failed")
     page = poll(client, version)
     assert "The worker&#x27;s process was killed (SIGKILL), most often because it ran out of memory." in page
