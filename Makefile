@@ -39,7 +39,7 @@ lint: setup
 # Parallel workers, a test file per worker at a time (module fixtures build once); the slowest tests listed last.
 TEST_WORKERS ?= 2
 test: setup lint
-	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 # For a GPU machine: no virtual environment, the python that holds CUDA PyTorch.
 test-gpu:

@@ -100,7 +100,9 @@ class Worker:
         return f"\n--- {self.role} output ---\n{text}" if text else ""
 
     def _died(self, stage):
-        exit = self.jail.wait(self.proc, 10)
+        # Its channel closed: the process has EXIT_GRACE_S from now to exit (Jail.wait counts from the process's start:
+        # one that ran longer than that before it crashed would otherwise read as a timeout).
+        exit = self.jail.wait(self.proc, time.monotonic() - self.proc.started + EXIT_GRACE_S)
         if exit.timed_out:
             raise StageFailed(
                 "timeout", f"{_ran_out(stage, exit.output)}: the {self.role} process {exit.describe()}\n{exit.output}"
@@ -128,6 +130,8 @@ def _ran_out(stage, output):
 
 
 LOAD_STAGE = "load solution"
+# Seconds a worker whose channel closed has to exit before it reads as hung rather than crashed.
+EXIT_GRACE_S = 10.0
 
 
 def _baseline_key(problem, config):

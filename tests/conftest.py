@@ -1,8 +1,49 @@
 """Fixtures shared by every test package."""
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+# The sandbox cache of this test run (KS_CACHE_DIR): builds, precompiled headers and baselines made once and shared
+# by every test package and every parallel worker (pytest-xdist workers inherit it from the controller). Beside the
+# default cache (~/.cache/kernel-studio), not under /tmp: the jail gives solutions a private /tmp only when no folder
+# it must keep lies under it, and the sandbox tests check that it does.
+RUN_CACHE_ENV = "KS_TEST_RUN_CACHE"
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(RUN_CACHE_ENV):
+        return  # the controller's
+    parent = Path.home() / ".cache"
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="kernel-studio-test-", dir=parent))
+    os.chmod(folder, 0o755)  # jailed workers read it as other uids
+    os.environ[RUN_CACHE_ENV] = os.environ["KS_CACHE_DIR"] = str(folder)
+    config.stash[_OWNED] = folder
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_OWNED, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_OWNED = pytest.StashKey[Path]()
+
+
+def run_cache() -> Path:
+    """This test run's shared KS_CACHE_DIR."""
+    return Path(os.environ[RUN_CACHE_ENV])
+
+
+@pytest.fixture(autouse=True)
+def ks_cache_dir(monkeypatch):
+    """Every test evaluates against the run's cache, whatever an earlier test of another package set."""
+    monkeypatch.setenv("KS_CACHE_DIR", str(run_cache()))
+    return run_cache()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""Fixtures of the agent tests: a private sandbox cache, a small problem and its C++ solution, a scripted policy,
-and a tiny model served by agent.serve on loopback.
+"""Fixtures of the agent tests: a small problem and its C++ solution, a scripted policy, and a tiny model served by
+agent.serve on loopback (the run's sandbox cache is tests/conftest.py's ks_cache_dir).
 
 Everything runs for real: the sandbox evaluates on the CPU, the server generates with a transformers model.
 The model is a 190k-parameter Mistral with a tokenizer trained here (no hub download is possible): it is
@@ -9,10 +9,8 @@ what it learned on short windows holds at any position of the long real prompts.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -20,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-_CACHE = Path(tempfile.mkdtemp(prefix="ks-agent-test-cache-"))
-os.environ["KS_CACHE_DIR"] = str(_CACHE)
 os.environ["KS_SANDBOX_MEMORY_MB"] = "4096"
 os.environ["HF_HUB_OFFLINE"] = "1"  # every model here is made locally; never wait on a hub
 
@@ -34,13 +30,6 @@ from agent.trajectory import ToolCall  # noqa: E402
 
 settings.MEMORY_MB = 4096
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def ks_cache_dir():
-    os.environ["KS_CACHE_DIR"] = str(_CACHE)
-    yield _CACHE
-    shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 RELU = """
@@ -130,6 +119,24 @@ def fast_eval():
         max_samples=100,
         timeout_s=120,
     )
+
+
+@pytest.fixture
+def heuristic_episode(tmp_path):
+    """heuristic_episode(source, name) -> the Trajectory of the heuristic policy's CPU episode on SOURCE, written as
+    tmp_path/NAME.py, its workspace in tmp_path/workspace."""
+    from agent.loop import Episode, EpisodeConfig
+    from agent.policies import make_policy
+
+    def run(source, name):
+        problem = tmp_path / f"{name}.py"
+        problem.write_text(source)
+        config = EpisodeConfig(
+            device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
+        )
+        return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
+
+    return run
 
 
 class ScriptedPolicy(Policy):

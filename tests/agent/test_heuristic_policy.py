@@ -3,11 +3,9 @@
 import pytest
 
 from agent.heuristic.plan import Unsupported, make_plan
-from agent.loop import Episode, EpisodeConfig
 from agent.policies import make_policy
 from agent.policies.base import Task
 from agent.policies.heuristic import CannotOptimize
-from sandbox import EvalConfig
 
 ELEMENTWISE_CHAIN = """
 import torch
@@ -366,15 +364,6 @@ def get_init_inputs():
 """
 
 
-def run_episode(tmp_path, source, name):
-    problem = tmp_path / f"{name}.py"
-    problem.write_text(source)
-    config = EpisodeConfig(
-        device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
-    )
-    return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
-
-
 @pytest.mark.parametrize(
     "name,source",
     [
@@ -385,8 +374,8 @@ def run_episode(tmp_path, source, name):
         ("rms_norm", RMS_NORM),
     ],
 )
-def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, source):
-    traj = run_episode(tmp_path, source, name)
+def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(heuristic_episode, tmp_path, name, source):
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted"
     assert traj.verdict["status"] == "ok" and traj.verdict["correct"]
     assert traj.verdict["speedup_vs_eager"] > 1.0 and traj.verdict["reward"] >= 1, traj.verdict
@@ -413,16 +402,18 @@ def test_the_heuristic_reaches_a_correct_faster_solution_on_cpu(tmp_path, name, 
         ("math_chain", MATH_CHAIN),
     ],
 )
-def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(tmp_path, name, source):
+def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_stages_on_cpu(
+    heuristic_episode, tmp_path, name, source
+):
     # Their speed on the CPU against eager is not the point here (tiny shapes); that they are right is.
-    traj = run_episode(tmp_path, source, name)
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted", traj.stop_reason
     assert traj.verdict["status"] == "ok" and traj.verdict["correct"] and traj.verdict["reward"] >= 1, traj.verdict
     assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()
 
 
-def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(tmp_path):
-    traj = run_episode(tmp_path, SORT, "sort")
+def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(heuristic_episode, tmp_path):
+    traj = heuristic_episode(SORT, "sort")
     assert traj.stop_reason.startswith("policy_error") and "aten.sort" in traj.stop_reason
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
@@ -455,10 +446,10 @@ def get_init_inputs():
 """
 
 
-def test_a_graph_too_large_for_one_observation_is_read_back_from_its_file(tmp_path):
+def test_a_graph_too_large_for_one_observation_is_read_back_from_its_file(heuristic_episode, tmp_path):
     # 24 layers make a graph of over 12,000 characters of JSON: more than one observation holds (a whole
     # network's graph cut there once crashed the policy); it is read back from analysis.json, a few lines a call.
-    traj = run_episode(tmp_path, DEEP_MLP, "deep_mlp")
+    traj = heuristic_episode(DEEP_MLP, "deep_mlp")
     analysis = traj.turns[0].tool_calls[0].observation
     assert "ANALYSIS-FILE analysis.json" in analysis and "\nANALYSIS {" not in analysis
     reads = [call for call in traj.turns[1].tool_calls if call.name == "read_file"]
@@ -635,12 +626,12 @@ def test_products_follow_stages_and_reshapes_between_stages_cost_nothing(tmp_pat
     assert "ks_tail3::run_fused((const float*)mid3.data_ptr()" in workspace_files(plan, "cpu", LENET)["binding.cpp"]
 
 
-def test_batch_norm_kernels_follow_the_modules_mode_and_update_its_running_statistics(tmp_path):
+def test_batch_norm_kernels_follow_the_modules_mode_and_update_its_running_statistics(heuristic_episode, tmp_path):
     import importlib.util
 
     import torch
 
-    traj = run_episode(tmp_path, CONV_BATCH_NORM, "conv_batch_norm")
+    traj = heuristic_episode(CONV_BATCH_NORM, "conv_batch_norm")
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
     workspace = tmp_path / "workspace"
     spec = importlib.util.spec_from_file_location("ks_bn_solution", workspace / "model_new.py")
@@ -726,14 +717,16 @@ def get_init_inputs():
         ("reshaped_output", RESHAPED_OUTPUT, ["rowwise"], [4, 128]),
     ],
 )
-def test_transposed_parameters_squeezes_and_a_reshaped_output_plan_and_verify(tmp_path, name, source, stages, shape):
+def test_transposed_parameters_squeezes_and_a_reshaped_output_plan_and_verify(
+    heuristic_episode, tmp_path, name, source, stages, shape
+):
     from agent.heuristic.analyze import analyze
 
     problem = tmp_path / "problem.py"
     problem.write_text(source)
     plan = make_plan(analyze(str(problem)))
     assert [plan.kind] + [t.kind for t in plan.tails] == stages and plan.result_shape == shape
-    traj = run_episode(tmp_path, source, name)
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
 
 
@@ -783,7 +776,9 @@ CONV_CHANNEL_SOFTMAX = CONV_CHANNEL_LOGSUMEXP.replace(
         ("channel_log_softmax", CHANNEL_LOG_SOFTMAX, (2, 8, 5 * 6)),
     ],
 )
-def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows(tmp_path, name, source, geometry):
+def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows(
+    heuristic_episode, tmp_path, name, source, geometry
+):
     from agent.heuristic.analyze import analyze
 
     problem = tmp_path / "problem.py"
@@ -791,7 +786,7 @@ def test_softmax_and_logsumexp_over_a_dim_that_is_not_the_last_read_strided_rows
     plan = make_plan(analyze(str(problem)))
     row = plan.tails[0] if plan.tails else plan
     assert (row.outer, row.reduce, row.inner) == geometry
-    traj = run_episode(tmp_path, source, name)
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.stop_reason
 
 
@@ -816,7 +811,7 @@ def get_init_inputs():
 """
 
 
-def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifies_on_cpu(tmp_path):
+def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifies_on_cpu(heuristic_episode, tmp_path):
     """The cuDNN preload goes with any convolution stage: a synthesized BatchNorm2d -> Conv2d, whose convolution is
     the second stage, died of SIGSEGV on the H100 without it."""
     from agent.heuristic.analyze import analyze
@@ -828,5 +823,5 @@ def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifie
     assert plan.kind == "rowwise" and [t.kind for t in plan.tails] == ["conv"]
     assert "_load_cudnn_parts()" in workspace_files(plan, "cuda", BATCH_NORM_CONV)["model_new.py"]
     assert "_load_cudnn_parts" not in workspace_files(plan, "cpu", BATCH_NORM_CONV)["model_new.py"]
-    traj = run_episode(tmp_path, BATCH_NORM_CONV, "batch_norm_conv")
+    traj = heuristic_episode(BATCH_NORM_CONV, "batch_norm_conv")
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], (traj.stop_reason, traj.verdict)

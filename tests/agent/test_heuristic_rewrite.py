@@ -15,9 +15,6 @@ from agent.heuristic.dag.lower import lower
 from agent.heuristic.dag.rewrite import fold_parameters, rewrite
 from agent.heuristic.dag.schedule import schedule
 from agent.heuristic.plan import make_plan
-from agent.loop import Episode, EpisodeConfig
-from agent.policies import make_policy
-from sandbox import EvalConfig
 
 DIAGONAL_LEFT = """import torch
 import torch.nn as nn
@@ -118,15 +115,6 @@ def get_inputs():
 def get_init_inputs():
     return [8]
 """
-
-
-def run_episode(tmp_path, source, name):
-    problem = tmp_path / f"{name}.py"
-    problem.write_text(source)
-    config = EpisodeConfig(
-        device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
-    )
-    return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
 
 
 def captured(tmp_path, source):
@@ -268,8 +256,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,source,describe", CASES, ids=[case[0] for case in CASES])
-def test_a_rewritten_module_reaches_a_correct_solution(tmp_path, name, source, describe):
-    traj = run_episode(tmp_path, source, name)
+def test_a_rewritten_module_reaches_a_correct_solution(heuristic_episode, tmp_path, name, source, describe):
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted", traj.stop_reason
     verdict = traj.verdict
     assert verdict["status"] == "ok" and verdict["correct"] and verdict["reward"] >= 1, verdict.get("log")
@@ -285,8 +273,8 @@ def load_model_new(workspace, name):
     return module
 
 
-def test_folded_values_follow_the_parameters_they_read(tmp_path):
-    traj = run_episode(tmp_path, FOLDED_WEIGHT, "folded_weight_updates")
+def test_folded_values_follow_the_parameters_they_read(heuristic_episode, tmp_path):
+    traj = heuristic_episode(FOLDED_WEIGHT, "folded_weight_updates")
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], traj.verdict.get("log")
     solution = load_model_new(tmp_path / "workspace", "ks_folded_weight_solution")
     namespace = {}

@@ -15,9 +15,6 @@ from agent.heuristic.analyze import analyze
 from agent.heuristic.codegen import workspace_files
 from agent.heuristic.errors import Unsupported
 from agent.heuristic.plan import make_plan
-from agent.loop import Episode, EpisodeConfig
-from agent.policies import make_policy
-from sandbox import EvalConfig
 
 LSTM_CLASSIFIER = """import torch
 import torch.nn as nn
@@ -112,15 +109,6 @@ def kernelbench_lstm_scaled_down():
     return source
 
 
-def run_episode(tmp_path, source, name):
-    problem = tmp_path / f"{name}.py"
-    problem.write_text(source)
-    config = EpisodeConfig(
-        device="cpu", max_turns=8, eval=EvalConfig(device="cpu", compiled_baseline=False, time_budget_s=0.4)
-    )
-    return Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
-
-
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
     problem.write_text(source)
@@ -137,8 +125,10 @@ if SHARED.exists():
 
 
 @pytest.mark.parametrize("name,source", CASES, ids=[case[0] for case in CASES])
-def test_a_recurrent_module_reaches_a_correct_solution_through_the_rnn_family(tmp_path, name, source):
-    traj = run_episode(tmp_path, source, name)
+def test_a_recurrent_module_reaches_a_correct_solution_through_the_rnn_family(
+    heuristic_episode, tmp_path, name, source
+):
+    traj = heuristic_episode(source, name)
     assert traj.stop_reason == "submitted", traj.stop_reason
     verdict = traj.verdict
     assert verdict["status"] == "ok" and verdict["correct"] and verdict["reward"] >= 1, verdict.get("log", "")[-3000:]

@@ -22,7 +22,6 @@ def sibling(name):
 
 
 policy_tests, dag_tests = sibling("test_heuristic_policy"), sibling("test_heuristic_dag")
-run_episode = policy_tests.run_episode
 LINEAR_EPILOGUE = policy_tests.LINEAR_EPILOGUE
 
 GRAM_MATRIX = """import torch
@@ -68,18 +67,18 @@ def at_batch(inputs, size):
 
 
 CASES = [
-    ("gemm_epilogue", LINEAR_EPILOGUE, run_episode),
-    ("softmax_rows", policy_tests.ROW_REDUCTION, run_episode),
-    ("grouped_conv_transpose", policy_tests.CONV_EPILOGUE, run_episode),
-    ("embedding_int64_ids", dag_tests.EMBEDDING_MEAN_POOL, dag_tests.run_episode),
-    ("residual_layer_norm_mlp", dag_tests.RESIDUAL_LAYER_NORM_MLP, dag_tests.run_episode),
-    ("gated_mlp", dag_tests.GATED_MLP, dag_tests.run_episode),
+    ("gemm_epilogue", LINEAR_EPILOGUE),
+    ("softmax_rows", policy_tests.ROW_REDUCTION),
+    ("grouped_conv_transpose", policy_tests.CONV_EPILOGUE),
+    ("embedding_int64_ids", dag_tests.EMBEDDING_MEAN_POOL),
+    ("residual_layer_norm_mlp", dag_tests.RESIDUAL_LAYER_NORM_MLP),
+    ("gated_mlp", dag_tests.GATED_MLP),
 ]
 
 
-@pytest.mark.parametrize("name,source,episode", CASES, ids=[case[0] for case in CASES])
-def test_a_solution_is_correct_at_batch_sizes_other_than_the_problems(tmp_path, name, source, episode):
-    traj = episode(tmp_path, source, name)
+@pytest.mark.parametrize("name,source", CASES, ids=[case[0] for case in CASES])
+def test_a_solution_is_correct_at_batch_sizes_other_than_the_problems(heuristic_episode, tmp_path, name, source):
+    traj = heuristic_episode(source, name)
     verdict = traj.verdict
     assert traj.stop_reason == "submitted", traj.stop_reason
     assert verdict["correct"] and verdict["shape_general"] is True, verdict
@@ -97,17 +96,17 @@ def test_a_solution_is_correct_at_batch_sizes_other_than_the_problems(tmp_path, 
         torch.testing.assert_close(got, expected, atol=1e-3, rtol=1e-3)
 
 
-def test_an_input_whose_fixed_dims_differ_is_refused_by_name(tmp_path):
-    traj = run_episode(tmp_path, LINEAR_EPILOGUE, "linear")
+def test_an_input_whose_fixed_dims_differ_is_refused_by_name(heuristic_episode, tmp_path):
+    traj = heuristic_episode(LINEAR_EPILOGUE, "linear")
     assert traj.verdict["shape_general"] is True, traj.verdict
     _, _, new = load_solution(tmp_path / "workspace", tmp_path / "linear.py")
     with pytest.raises(RuntimeError, match=r"input 0: expected shape \[5, 32\], got \[5, 31\].*dim 0 .* any size"):
         new(torch.randn(5, 31))
 
 
-def test_kernels_that_cannot_read_the_batch_keep_the_problems_shapes_and_say_why(tmp_path):
+def test_kernels_that_cannot_read_the_batch_keep_the_problems_shapes_and_say_why(heuristic_episode, tmp_path):
     # softmax(x @ x.T) is [batch, batch]: its element count is the batch squared, not an affine function of it.
-    traj = run_episode(tmp_path, GRAM_MATRIX, "gram")
+    traj = heuristic_episode(GRAM_MATRIX, "gram")
     verdict = traj.verdict
     assert verdict["correct"] and verdict["shape_general"] is False, verdict
     assert verdict["failing_shape"] in verdict["shapes_checked"][1:]

@@ -1,31 +1,19 @@
-"""Fixtures of the sandbox tests: a private cache for the session, writers of problems, solutions and native
-workspaces, a fast evaluation config, and the small problems most tests share.
+"""Fixtures of the sandbox tests: writers of problems, solutions and native workspaces, a fast evaluation config,
+and the small problems most tests share (the run's sandbox cache is tests/conftest.py's ks_cache_dir).
 
 Everything runs for real: jailed subprocesses, g++, the dispatch recorder. Tensors are small and the timing
 budget short so that one evaluation takes a few seconds on a two-core machine.
 """
 
-import atexit
 import json
 import os
 import re
-import shutil
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-# Set before anything reads them: the baselines, builds and precompiled header of this session live in a
-# throwaway cache (sandbox.settings.cache_dir() reads the environment at call time, the jail passes it on).
-# Beside the default cache (~/.cache/kernel-studio), not under /tmp: the jail gives solutions a private /tmp
-# only when no folder it must keep lies under it, and these tests check that it does.
-_CACHE_PARENT = Path.home() / ".cache"
-_CACHE_PARENT.mkdir(parents=True, exist_ok=True)
-_CACHE = Path(tempfile.mkdtemp(prefix="kernel-studio-test-", dir=_CACHE_PARENT))
-atexit.register(shutil.rmtree, _CACHE, True)  # also when no sandbox test ran
-os.environ["KS_CACHE_DIR"] = str(_CACHE)
 # The default memory limit (32 GB) is above what a CI machine has: a memory hog must meet the limit first.
 TEST_MEMORY_MB = 4096
 os.environ["KS_SANDBOX_MEMORY_MB"] = str(TEST_MEMORY_MB)
@@ -39,14 +27,6 @@ from sandbox.config import EvalConfig  # noqa: E402
 # sandbox.settings reads its limits once, at import: make them hold even if something imported it earlier.
 settings.MEMORY_MB = TEST_MEMORY_MB
 settings.CPU_THREADS = 1
-
-
-@pytest.fixture(scope="session", autouse=True)
-def ks_cache_dir():
-    """The session's KS_CACHE_DIR; removed at the end."""
-    os.environ["KS_CACHE_DIR"] = str(_CACHE)
-    yield _CACHE
-    shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 # -- the shared problems ------------------------------------------------------------------------------------

@@ -150,6 +150,18 @@ def test_timeout_for_a_hang_at_import(run_eval, files, elementwise):
     assert v.log.startswith('stage "load solution (importing it)" ran out of time: the solution took longer than 3 s')
 
 
+def test_crashed_for_an_exit_at_import_after_the_process_ran_longer_than_the_exit_grace(
+    run_eval, files, elementwise, monkeypatch
+):
+    # The grace a worker whose channel closed has to exit counts from then, not from the process's start: a loaded
+    # machine where importing took longer than the grace still reads the exit as the crash it is.
+    from sandbox import harness
+
+    monkeypatch.setattr(harness, "EXIT_GRACE_S", 0.5)
+    v = _failed(run_eval(elementwise, files.solution("import os, time\ntime.sleep(1.5)\nos._exit(3)\n")), "crashed")
+    assert "exit" in v.log and "3" in v.log, v.log[-2000:]
+
+
 SEGFAULTS = {
     "null pointer": "ctypes.string_at(0)",
     "abort": "os.abort()",

@@ -7,10 +7,8 @@ are reused), and real `rq worker` processes on a queue of the test's own against
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -121,11 +119,8 @@ def evaluation_flags():
 
 @pytest.fixture(scope="session")
 def evaluation_cache():
-    # World-readable: the sandbox's jailed workers read it as other uids.
-    folder = Path(tempfile.mkdtemp(prefix="ks-eval-test-cache-"))
-    os.chmod(folder, 0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    """The run's sandbox cache (tests/conftest.py): its precompiled headers and builds made once for every package."""
+    return Path(os.environ["KS_TEST_RUN_CACHE"])
 
 
 @pytest.fixture
