@@ -1,4 +1,5 @@
-"""GPU tests: skipped unless torch sees a CUDA device; one sandbox cache per session; KernelBench problems by name.
+"""GPU tests: skipped unless torch sees a CUDA device; KernelBench problems by name (the run's fresh sandbox cache is
+tests/conftest.py's).
 
 KernelBench's problems are read from tests/gpu/data/problems.jsonl (copied there on a GPU machine, where only
 the repository travels), else from ../shared/kernelbench/problems.jsonl beside the repository.
@@ -6,8 +7,6 @@ the repository travels), else from ../shared/kernelbench/problems.jsonl beside t
 
 import json
 import os
-import shutil
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -62,27 +61,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if GPU_TESTS in Path(str(item.fspath)).parents:
             item.add_marker(skip)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def sandbox_cache():
-    """A fresh KS_CACHE_DIR for the session: cold builds and baselines, nothing left behind.
-
-    World-readable (0755) and not under pytest's 0700 temp folders: jailed workers run as other uids.
-    """
-    if not _cuda_available():
-        yield None
-        return
-    folder = Path(tempfile.mkdtemp(prefix="ks-gpu-cache-"))
-    os.chmod(folder, 0o755)
-    previous = os.environ.get("KS_CACHE_DIR")
-    os.environ["KS_CACHE_DIR"] = str(folder)
-    yield folder
-    if previous is None:
-        os.environ.pop("KS_CACHE_DIR", None)
-    else:
-        os.environ["KS_CACHE_DIR"] = previous
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass(frozen=True)
