@@ -12,6 +12,7 @@ import pytest
 # default cache (~/.cache/kernel-studio), not under /tmp: the jail gives solutions a private /tmp only when no folder
 # it must keep lies under it, and the sandbox tests check that it does.
 RUN_CACHE_ENV = "KS_TEST_RUN_CACHE"
+_OWNED = pytest.StashKey[Path]()  # the run cache, in the process that made it (and removes it)
 
 
 def pytest_configure(config):
@@ -29,9 +30,6 @@ def pytest_unconfigure(config):
     folder = config.stash.get(_OWNED, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-_OWNED = pytest.StashKey[Path]()
 
 
 def run_cache() -> Path:

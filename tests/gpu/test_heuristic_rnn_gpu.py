@@ -43,6 +43,16 @@ def _is_rnn_kernel_without_torch(kernel, model_new, tmp_path):
     )
 
 
+def _assert_correct_rnn_solution(traj, tmp_path):
+    """The episode submitted a correct, rewarded solution whose kernel is the RNN family's, with no torch compute."""
+    verdict = traj.verdict
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
+    assert verdict["reward"] >= 1, verdict["reward"]
+    kernel, model_new = _written(tmp_path)
+    assert _is_rnn_kernel_without_torch(kernel, model_new, tmp_path), kernel[:2000]
+
+
 @pytest.mark.parametrize("level,name", PROBLEMS, ids=[f"level{level}/{name}" for level, name in PROBLEMS])
 def test_the_rnn_family_writes_a_correct_kernel_for_a_kernelbench_problem(
     kernelbench, fast_protocol, record_verdict, tmp_path, level, name
@@ -50,12 +60,7 @@ def test_the_rnn_family_writes_a_correct_kernel_for_a_kernelbench_problem(
     traj = _episode(kernelbench.problem(level, name), tmp_path, fast_protocol)
     record_verdict(f"heuristic (RNN): level{level}/{name}", traj.verdict)
     print(f"{name}: speedup vs eager {traj.verdict.get('speedup_vs_eager')}")
-    verdict = traj.verdict
-    assert traj.stop_reason == "submitted", traj.stop_reason
-    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
-    assert verdict["reward"] >= 1, verdict["reward"]
-    kernel, model_new = _written(tmp_path)
-    assert _is_rnn_kernel_without_torch(kernel, model_new, tmp_path), kernel[:2000]
+    _assert_correct_rnn_solution(traj, tmp_path)
 
 
 def _user_modules():
@@ -76,9 +81,4 @@ def test_the_rnn_family_writes_correct_kernels_for_user_modules(fast_protocol, r
     problem.write_text(_user_modules()[name])
     traj = _episode(problem, tmp_path, fast_protocol)
     record_verdict(f"heuristic (RNN): {name}", traj.verdict)
-    verdict = traj.verdict
-    assert traj.stop_reason == "submitted", traj.stop_reason
-    assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
-    assert verdict["reward"] >= 1, verdict["reward"]
-    kernel, model_new = _written(tmp_path)
-    assert _is_rnn_kernel_without_torch(kernel, model_new, tmp_path), kernel[:2000]
+    _assert_correct_rnn_solution(traj, tmp_path)

@@ -117,16 +117,10 @@ def evaluation_flags():
     ]
 
 
-@pytest.fixture(scope="session")
-def evaluation_cache():
-    """The run's sandbox cache (tests/conftest.py): its precompiled headers and builds made once for every package."""
-    return Path(os.environ["KS_TEST_RUN_CACHE"])
-
-
 @pytest.fixture
-def evaluation_env(evaluation_cache, monkeypatch):
-    """This process's environment (inherited by episodes' processes) for quick CPU evaluations; REDIS_URL unset."""
-    monkeypatch.setenv("KS_CACHE_DIR", str(evaluation_cache))
+def evaluation_env(monkeypatch):
+    """This process's environment (inherited by episodes' processes) for quick CPU evaluations against the run's
+    sandbox cache (the autouse ks_cache_dir); REDIS_URL unset."""
     monkeypatch.setenv("KS_CPU_THREADS", "1")
     monkeypatch.setenv("KS_SANDBOX_MEMORY_MB", "4096")
     monkeypatch.delenv("REDIS_URL", raising=False)
