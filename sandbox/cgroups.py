@@ -196,18 +196,17 @@ class Leaf:
             if (memory / "memory.memsw.limit_in_bytes").exists():
                 _write(memory / "memory.memsw.limit_in_bytes", limit)  # no escape into swap
             _write(self.folders[1] / "pids.max", max_processes or "max")
-        # Opened now: join() runs between fork and exec, where it should only write.
-        self._procs = [str(folder / "cgroup.procs").encode() for folder in self.folders]
+        self.procs_files = [str(folder / "cgroup.procs") for folder in self.folders]
 
-    def join(self):
-        """Move the calling process here (run in the child before exec: its descendants follow)."""
-        pid = str(os.getpid()).encode()
-        for path in self._procs:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, pid)
-            finally:
-                os.close(fd)
+    def launcher(self):
+        """The argv prefix that starts a command inside this group: a shell writes its own pid into each group's
+        cgroup.procs, then execs the command (its descendants follow). A process, not a preexec_fn: Python code
+        between fork and exec takes the interpreter's locks (logging's, the import lock) in the child and the
+        parent, which deadlocks a harness that other threads are using (parallel evaluations, rollouts)."""
+        script = " && ".join(f'echo $$ > "${i + 1}"' for i in range(len(self.procs_files)))
+        return ["/bin/sh", "-c", f'{script} && shift {len(self.procs_files)} && exec "$@"', "ks-cgroup-join"] + list(
+            self.procs_files
+        )
 
     def pids(self):
         try:

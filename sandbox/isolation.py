@@ -345,7 +345,7 @@ class Jail:
             prefix = jailfs.bwrap_argv(self.private, self.device, self.exposed, filter_fd) + ["--"]
         try:
             proc = subprocess.Popen(
-                prefix + inner + ["--"] + list(argv),
+                (leaf.launcher() if leaf else []) + prefix + inner + ["--"] + list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -353,7 +353,6 @@ class Jail:
                 env=self.environment(env),
                 cwd=str(self.private),
                 start_new_session=True,
-                preexec_fn=leaf.join if leaf else None,
             )
         except BaseException:
             if leaf:

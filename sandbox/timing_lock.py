@@ -95,9 +95,9 @@ def ensure(device):
 
 
 @contextmanager
-def exclusive(device):
-    """Hold DEVICE's timing lock, on CUDA on the timing cores; without a lock file (the harness made none) it times
-    unlocked, and says so."""
+def exclusive(device, pin=True):
+    """Hold DEVICE's timing lock, on CUDA on the timing cores (PIN false: on the cores the thread has); without a
+    lock file (the harness made none) it times unlocked, and says so."""
     try:
         fh = open(lock_path(device), "r")
     except OSError as exc:
@@ -107,7 +107,7 @@ def exclusive(device):
     with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            with on_timing_cores(device):
+            with on_timing_cores(device) if pin else nullcontext():
                 yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

@@ -230,6 +230,53 @@ def test_a_killed_worker_leaves_no_jailed_process_and_its_folder_is_swept(monkey
     assert not private.exists()
 
 
+HELD_LOCK = """
+import logging, os, threading, time
+from sandbox.isolation import Jail
+held, release = threading.Event(), threading.Event()
+
+def hold():  # another thread of the harness, busy in logging (parallel evaluations and rollouts have such threads)
+    with logging._lock:
+        held.set()
+        release.wait(60)
+
+threading.Thread(target=hold, daemon=True).start()
+held.wait()
+jail = Jail("cand", "cpu")
+t0 = time.monotonic()
+proc = jail.start(["sleep", "30"])
+started = round(time.monotonic() - t0, 1)
+for _ in range(100):  # the launcher joins the group before it execs the jail
+    in_leaf = open(f"/proc/{proc.pid}/cgroup").read().count(proc.leaf.folders[0].name)
+    if in_leaf:
+        break
+    time.sleep(0.1)
+print(started, in_leaf, flush=True)
+release.set()
+proc.kill()
+proc.wait()
+jail.close()
+"""
+
+
+def test_a_jail_starts_while_another_thread_holds_a_lock_of_the_interpreter(monkeypatch, request):
+    """No Python code runs between fork and exec (it would take logging's lock and the import lock, and deadlock a
+    harness whose other threads hold them: seen on the GPU host as 4 parallel evaluations hanging for good); the
+    process still lands in its cgroup."""
+    if not cgroups.available()[0]:
+        pytest.skip(cgroups.available()[1])
+    root = Path(tempfile.mkdtemp(prefix="ks-jail-test-"))
+    os.chmod(root, 0o711)
+    monkeypatch.setenv("KS_SANDBOX_WORK", str(root / "work"))
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
+    run = subprocess.run([sys.executable, "-c", HELD_LOCK], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seconds, in_leaf = run.stdout.split()
+    assert float(seconds) < 30, f"starting the jail waited {seconds} s for the lock another thread held"
+    assert int(in_leaf) >= 1, "the jailed process is not in its cgroup"
+
+
 def test_without_cgroups_the_jail_says_why_and_falls_back_to_rlimits(probe, monkeypatch):
     monkeypatch.setattr(settings, "CGROUP", "off")
     cgroups.hierarchy.cache_clear()

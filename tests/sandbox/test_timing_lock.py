@@ -59,6 +59,38 @@ def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_
     assert verdict.timing["candidate"]["protocol"] == "cpu-clock"
 
 
+def test_torch_compiles_first_call_which_autotunes_runs_under_the_timing_lock():
+    """The compiled baseline's first call times candidate kernels (inductor's autotuning): beside another
+    evaluation's timing it would pick slower ones and disturb that timing, so it holds the lock too."""
+    import fcntl
+
+    import torch
+
+    from sandbox.workers import reference
+
+    path = timing_lock.ensure("cpu")
+    seen = []
+
+    @torch._dynamo.disable
+    def probe(x):  # run eagerly inside the compiled call: is the lock free for another holder?
+        with open(path) as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                seen.append("free")
+            except BlockingIOError:
+                seen.append("held")
+        return x
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            return probe(x)
+
+    result = {}
+    assert reference._compiled(Probe(), [[torch.ones(4)]], "cpu", result, "", False) is not None, result
+    assert seen and set(seen) == {"held"}, seen
+
+
 def test_without_a_lock_file_it_times_unlocked_and_says_so(caplog, tmp_path, monkeypatch):
     monkeypatch.setenv("KS_CACHE_DIR", str(tmp_path / "none-yet"))
     entered = False
