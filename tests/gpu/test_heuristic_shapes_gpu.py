@@ -10,6 +10,8 @@ FAMILIES = (
     (2, "9_Matmul_Subtract_Multiply_ReLU"),  # cuBLAS GEMM + fused epilogue: M from the input
     (1, "23_Softmax"),  # a row reduction: rows from the input
     (2, "1_Conv2D_ReLU_BiasAdd"),  # cuDNN convolution + epilogue: N from the input
+    # Its doubled batch's convolution output holds 2.4e9 elements, past a cuDNN tensor's 2^31: run in slices.
+    (2, "65_Conv2d_AvgPool_Sigmoid_Sum"),
 )
 
 

@@ -1,8 +1,10 @@
 // The convolution family's CUDA kernels (families/conv.py): cuDNN's convolution (or, for ConvTranspose, its data
-// gradient, which is the same arithmetic) with the algorithm it ranks first, chosen once per batch size, then, unless
+// gradient, which is the same arithmetic) with the algorithm it ranks first, chosen once per number of samples a call
+// hands it (the batch, or slices of a batch past cuDNN's 2^31-element tensors), then, unless
 // nothing follows the convolution, one epilogue kernel for the bias and the operators fused after it. cuDNN is opened
 // at run time (dlopen), so the extension links nothing of it.
 //@ includes
+#include <algorithm>
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <map>
@@ -79,17 +81,17 @@ struct ConvState {
     void* workspace = nullptr;
 };
 
-static ConvState& state(cudaStream_t stream) {
-    // Descriptors, the algorithm and its workspace are made once per batch size (the first's at the first call),
-    // with one cuDNN handle for them all.
+static ConvState& state(int64_t n, cudaStream_t stream) {
+    // Descriptors, the algorithm and its workspace are made once per number of samples N a call hands cuDNN (the
+    // first's at the first call), with one cuDNN handle for them all.
     static cudnnHandle_t h = nullptr;
     static std::map<int64_t, ConvState> states;
     if (!h) check(cudnn().cudnnCreate(&h), "create");
-    ConvState& s = states[${batch}LL];
+    ConvState& s = states[n];
     if (!s.handle) {
         check(cudnn().cudnnSetStream(h, stream), "set stream");
-        const int in_dims[] = ${in_dims}, in_strides[] = ${in_strides};
-        const int out_dims[] = ${out_dims}, out_strides[] = ${out_strides};
+        const int in_dims[] = {(int)n, ${in_dims}}, in_strides[] = ${in_strides};
+        const int out_dims[] = {(int)n, ${out_dims}}, out_strides[] = ${out_strides};
         const int w_dims[] = ${w_dims};
         const int pad[] = ${pad}, stride[] = ${stride}, dilation[] = ${dilation};
         check(cudnn().cudnnCreateTensorDescriptor(&s.x), "tensor descriptor");
@@ -114,10 +116,17 @@ static ConvState& state(cudaStream_t stream) {
 }
 
 void launch_fused(const float* x, const float* w, ${pointers}float* out, cudaStream_t stream) {
-    ConvState& s = state(stream);
-    cudnnHandle_t h = s.handle;
+    // A cuDNN tensor holds at most 2^31 - 1 elements: a batch past that runs as slices of it, as PyTorch does.
+    const int64_t batch = ${batch}LL, in_sample = ${in_sample}LL, out_sample = ${out_sample}LL;
+    const int64_t most = std::max<int64_t>(1, 2147483647LL / std::max(in_sample, out_sample));
     const float alpha = 1.0f, beta = 0.0f;
-    check(${run}, "convolution");
+    for (int64_t first = 0; first < batch; first += most) {
+        ConvState& s = state(std::min(most, batch - first), stream);
+        cudnnHandle_t h = s.handle;
+        const float* x_n = x + first * in_sample;
+        float* out_n = out + first * out_sample;
+        check(${run}, "convolution");
+    }
 ${epilogue}}
 //@ launch_epilogue
     int blocks = (int)((${total}LL + BLOCK - 1) / BLOCK); if (blocks > ks_grid_limit()) blocks = ks_grid_limit();
@@ -137,6 +146,6 @@ ${epilogue}}
         check(cudnn().cudnnSetConvolutionMathType(s.conv, best.mathType), "math type");
         check(cudnn().cudnnGetConvolutionBackwardDataWorkspaceSize(h, s.w, s.x, s.conv, s.y, best.algo, &s.bytes), "workspace");
 //@ run_forward
-cudnn().cudnnConvolutionForward(h, &alpha, s.x, x, s.w, w, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)
+cudnn().cudnnConvolutionForward(h, &alpha, s.x, x_n, s.w, w, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out_n)
 //@ run_backward_data
-cudnn().cudnnConvolutionBackwardData(h, &alpha, s.w, w, s.x, x, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out)
+cudnn().cudnnConvolutionBackwardData(h, &alpha, s.w, w, s.x, x_n, s.conv, s.algo, s.workspace, s.bytes, &beta, s.y, out_n)
