@@ -92,9 +92,24 @@ def test_an_option_the_fast_build_cannot_honour_goes_to_torchs_own_load_inline(r
     assert re.search(r"ext_ks\w+/main\.cpp", v.log) and "Error building extension 'ks_add_relu'" in v.log
 
 
+# A unit no machine compiles in seconds, however fast its headers: GCC evaluates 24 constant expressions of 10^6 loop
+# steps each (about 1.4 s apiece on the 2-core machine; each stays under GCC's -fconstexpr-ops-limit).
+SLOW_CPP = (
+    r"""
+constexpr long ks_spin(long k) {
+    long s = 0;
+    for (long i = 0; i < 1000; ++i)
+        for (long j = 0; j < 1000; ++j) s += (i ^ j ^ k) & 1;
+    return s;
+}
+"""
+    + "".join(f'static_assert(ks_spin({k}) >= 0, "spun");\n' for k in range(24))
+    + CPP
+)
+
+
 def test_a_build_that_outlasts_the_timeout_names_the_stage(run_eval, files, elementwise):
-    # Every build in a jail is cold (its cache is its own): a few seconds are not enough to compile the unit.
-    v = run_eval(elementwise, files.solution(solution(name="ks_slow_build")), timeout_s=6)
+    v = run_eval(elementwise, files.solution(solution(cpp=SLOW_CPP, name="ks_slow_build")), timeout_s=6)
     assert v.status == "timeout", (v.status, v.log[-3000:])
     assert v.log.startswith(
         "stage \"load solution (building the extension 'ks_slow_build')\" ran out of time: "
