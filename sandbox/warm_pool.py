@@ -338,6 +338,8 @@ class Pool:
             process.control.sendall(json.dumps({"cwd": request["cwd"], "args": request["args"]}).encode() + b"\n")
         except OSError:
             raise Unavailable(self._lost(process)) from None
+        if not _taken(process.control):
+            raise Unavailable(self._lost(process))
         process.proc.started = time.monotonic()  # the request's timeout runs from now, as a fresh process's would
         exit = process.jail.wait(process.proc, request["timeout"])
         with self.changed:
@@ -378,6 +380,18 @@ def _renice(proc, nice):
     if os.geteuid() == 0:
         with contextlib.suppress(ProcessLookupError):
             os.setpriority(os.PRIO_PGRP, proc.pid, nice)
+
+
+def _taken(control, timeout=30.0):
+    """Whether the pooled process took the request: it says so before running anything. A process killed just before
+    (its death not yet seen by poll()) closes its end instead, and the request runs the usual way."""
+    control.settimeout(timeout)
+    try:
+        return control.recv(64).startswith(b"started")
+    except OSError:  # a timeout too: a process that cannot answer is not trusted with the request
+        return False
+    finally:
+        control.settimeout(None)
 
 
 def _ended(process):

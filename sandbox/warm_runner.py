@@ -84,6 +84,7 @@ def main(argv=None):
     if not line:
         os._exit(0)
     request = json.loads(line)
+    control.sendall(b"started\n")  # taken: the pool tells this apart from a process that died before use
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(out, 1)
