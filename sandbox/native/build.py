@@ -130,8 +130,9 @@ def toolchain(device):
     common = ["-O2", "-std=c++17", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-w"] + (["-DKS_CUDA"] if cuda else [])
     lib = str(root / "lib")
     # -Bsymbolic: an extension's calls into its own kernels bind to them, never to a same-named function of
-    # another extension loaded earlier into the process.
-    ldflags = ["-shared", "-Wl,-Bsymbolic", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
+    # another extension loaded earlier into the process; --exclude-libs: what static archives bring (a compiler's
+    # static C++ runtime) is not exported for other libraries to bind to.
+    ldflags = ["-shared", "-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
     tc = {
         "device": device,
         "cxx": cxx,
@@ -462,8 +463,11 @@ def import_library(library, module_name):
 def _exports_python_module(library, module_name):
     import ctypes
 
+    # RTLD_LOCAL: an extension never enters the process's global symbol scope. There, its copies of C++ library
+    # code would serve every library loaded after it (on the H100, cuDNN's engines called one extension's
+    # std::ostream code and crashed once a second extension loaded cuDNN).
     try:
-        ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)[f"PyInit_{module_name}"]
+        ctypes.CDLL(str(library), mode=ctypes.RTLD_LOCAL)[f"PyInit_{module_name}"]
         return True
     except AttributeError:
         return False

@@ -4,6 +4,7 @@ content-hash cache, a classic torch/extension.h binding through the precompiled 
 import os
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -190,3 +191,33 @@ def test_the_openblas_flags_are_part_of_the_cpu_build_key():
     assert f"-I{scipy_openblas32.get_include_dir()}" in tc["kernel_flags"]
     assert f"-Wl,-rpath,{scipy_openblas32.get_lib_dir()}" in tc["ldflags"] and "-lscipy_openblas" in tc["ldflags"]
     assert scipy_openblas32.__version__ in tc["blas"]
+
+
+def test_a_loaded_extension_stays_out_of_the_processs_global_symbol_scope(files, sources, ks_cache_dir):
+    """An extension's exported symbols (its copies of C++ runtime code among them) must not serve libraries loaded
+    after it: on the H100, cuDNN loaded by a second solution bound std::ostream code in the first and crashed."""
+    built = build_workspace(files.workspace(sources["STABLE_WORKSPACE"]), "cpu")
+    exported = subprocess.run(
+        ["nm", "-D", "--defined-only", built.library], capture_output=True, text=True, check=True
+    ).stdout.split()
+    names = [name for name in exported[2::3] if not name.startswith("_init") and not name.startswith("_fini")]
+    assert names, exported
+    script = f"""
+import ctypes, sys
+import torch
+from sandbox.native.build import import_library
+import_library({built.library!r}, {built.module_name!r})
+own, scope = ctypes.CDLL({built.library!r}), ctypes.CDLL(None)
+leaked = []
+for name in {names!r}:
+    try:
+        address = ctypes.cast(getattr(scope, name), ctypes.c_void_p).value
+    except AttributeError:
+        continue  # not found through the global scope
+    if address == ctypes.cast(getattr(own, name), ctypes.c_void_p).value:
+        leaked.append(name)
+print(len(leaked), leaked[:5])
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("0 "), out.stdout
