@@ -10,10 +10,12 @@ By default the eager baseline is measured once per problem and protocol and then
 worker does; --fresh-baselines measures it on every run, so its noise enters the speedup too.
 
 Two more parts (issue 17):
-- under load: RUNS evaluations of the launch-bound solution under `auto`, each with baselines of its own (eager and
-  torch.compile measured fresh), run 4 at a time with cold builds of other solutions (a KernelBench-style load_inline
-  ReLU, a new copy each, through the whole build) beside them: the target is the same reward every time and speedups
-  within 5% of their median.
+- under load: RUNS evaluations of the launch-bound solution under `auto`, run 4 at a time with cold builds of other
+  solutions (a KernelBench-style load_inline ReLU, a new copy each, through the whole build) beside them, in two cases:
+  one problem with nothing cached (as a user's repeated runs or a group of rollouts: one evaluation measures the
+  baselines, the others wait for them), where the target is the same reward every time and speedups within 5% of
+  their median; and a problem of its own per run (eager and torch.compile measured and compiled afresh each time),
+  which shows how far fresh torch.compile builds of one problem differ.
 - triton.testing.do_bench: the field's usual timer on the same solution and eager model in this process, as a
   cross-check of the sandbox's protocol (the ratio sandbox / do_bench per series; verdicts keep the sandbox's).
 """
@@ -89,18 +91,21 @@ class ModelNew(nn.Module):
 '''
 
 
-def under_load(solution, folder, runs, budget):
-    """RUNS evaluations of SOLUTION on the launch-bound problem (fresh baselines each: a problem file of its own)
-    interleaved with as many cold builds of NOISE_SOLUTION, CONCURRENCY at a time; the verdicts of the former."""
+def under_load(solution, folder, runs, budget, shared):
+    """RUNS evaluations of SOLUTION on the launch-bound problem (SHARED: one problem file, so one set of baselines;
+    else a problem file of its own per run, so fresh baselines each) interleaved with as many cold builds of
+    NOISE_SOLUTION, CONCURRENCY at a time; the verdicts of the former."""
     from sandbox import evaluate
 
     jobs = []
+    stamp = time.time_ns()
     for run in range(runs):
-        problem = Path(folder) / f"relu_launch_bound_{run}.py"
-        problem.write_text(PROBLEM.format(shape=LAUNCH_BOUND) + f"# run {run}: baselines of its own\n")
+        suffix = "shared" if shared else f"own_{run}"
+        problem = Path(folder) / f"relu_launch_bound_{suffix}.py"
+        problem.write_text(PROBLEM.format(shape=LAUNCH_BOUND) + f"# {stamp} {suffix}: nothing cached yet\n")
         jobs.append(("target", problem, solution))
         noise = Path(folder) / f"noise_{run}.py"
-        noise.write_text(NOISE_SOLUTION.format(stamp=f"{time.time_ns()}_{run}"))
+        noise.write_text(NOISE_SOLUTION.format(stamp=f"{stamp}_{run}_{suffix}"))
         jobs.append(("noise", Path(folder) / "relu_8192x8192.py", noise))
     (Path(folder) / "relu_8192x8192.py").write_text(PROBLEM.format(shape="8192, 8192"))
 
@@ -112,6 +117,34 @@ def under_load(solution, folder, runs, budget):
 
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         return [v for kind, v in pool.map(one, jobs) if kind == "target"]
+
+
+def print_under_load(title, loaded):
+    print(f"\n{title}")
+    failed = [v for v in loaded if v.status != "ok"]
+    if failed:
+        print(f"FAILED: {[(v.status, v.log[-300:]) for v in failed]}")
+        return
+    rows = [
+        (
+            f"run {i + 1}",
+            v.reward,
+            v.timing["candidate"]["mode"],
+            v.timing.get("baselines", "?"),
+            f"{v.runtime_ms * 1000:.2f}",
+            f"{v.eager_ms * 1000:.2f}",
+            f"{v.compiled_ms * 1000:.2f}",
+            f"{v.speedup_vs_eager:.3f}",
+            f"{v.speedup_vs_compiled:.3f}",
+        )
+        for i, v in enumerate(loaded)
+    ]
+    header = ("run", "reward", "timed by", "baselines", "us", "eager us", "compiled us", "vs eager", "vs compiled")
+    print(table(header, rows))
+    for name in ("speedup_vs_eager", "speedup_vs_compiled"):
+        values = [getattr(v, name) for v in loaded]
+        print(f"{name}: median {statistics.median(values):.3f}, max deviation {deviation_pct(values):.1f}% (target 5%)")
+    print(f"rewards: {sorted({v.reward for v in loaded})} (target: one reward)")
 
 
 def do_bench_ms(problem_path, solution):
@@ -221,46 +254,20 @@ def main(argv):
                         )
                     )
         if not args.no_concurrent:
-            loaded = under_load(solution, tmp, args.runs, args.budget)
+            shared = under_load(solution, tmp, args.runs, args.budget, shared=True)
+            own = under_load(solution, tmp, args.runs, args.budget, shared=False)
     print()
     print(table(("series", "speedup_vs_eager per run", "median", "max dev %", "median us", "spread %"), rows))
     if cross:
         print("\ntriton.testing.do_bench cross-check (median us: sandbox / do_bench; ratio sandbox / do_bench)")
         print(table(("series", "solution us", "ratio", "eager us", "ratio"), cross))
     if not args.no_concurrent:
-        print(
-            f"\nunder load: {args.runs} evaluations of the launch-bound ReLU (auto), {CONCURRENCY} at a time, beside "
-            f"{args.runs} cold load_inline builds"
+        load = f"{args.runs} evaluations of the launch-bound ReLU (auto), {CONCURRENCY} at a time, beside {args.runs} "
+        print_under_load(f"under load, one problem: {load}cold load_inline builds", shared)
+        print_under_load(
+            f"under load, a problem of its own per run (fresh torch.compile builds; not a target): {load}cold builds",
+            own,
         )
-        failed = [v for v in loaded if v.status != "ok"]
-        if failed:
-            print(f"FAILED: {[(v.status, v.log[-300:]) for v in failed]}")
-        else:
-            load_rows = [
-                (
-                    f"run {i + 1}",
-                    v.reward,
-                    v.timing["candidate"]["mode"],
-                    f"{v.runtime_ms * 1000:.2f}",
-                    f"{v.eager_ms * 1000:.2f}",
-                    f"{v.compiled_ms * 1000:.2f}",
-                    f"{v.speedup_vs_eager:.3f}",
-                    f"{v.speedup_vs_compiled:.3f}",
-                )
-                for i, v in enumerate(loaded)
-            ]
-            print(
-                table(
-                    ("run", "reward", "timed by", "us", "eager us", "compiled us", "vs eager", "vs compiled"), load_rows
-                )
-            )
-            for name in ("speedup_vs_eager", "speedup_vs_compiled"):
-                values = [getattr(v, name) for v in loaded]
-                print(
-                    f"{name}: median {statistics.median(values):.3f}, max deviation {deviation_pct(values):.1f}% "
-                    f"(target 5%)"
-                )
-            print(f"rewards: {sorted({v.reward for v in loaded})} (target: one reward)")
     flags = " --fresh-baselines" if args.fresh_baselines else ""
     print(f"reproduce: python -m bench.repeatability --runs {args.runs} --budget {args.budget}{flags}")
     return 0

@@ -372,11 +372,16 @@ def _reference_ready(ref, problem, config, verdict, init_seed, cached):
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
     if not cached:
-        ref.send("measure")
-        msg = ref.recv("ready", stage="validate and baselines")
+        # One evaluation of a problem measures its baselines at a time; one that waited finds them in the cache.
+        key = json.dumps(_baseline_key(problem, config), sort_keys=True)
+        with timing_lock.measuring_once(key, config.device, config.timeout_s / 2):
+            ref.send("measure")
+            msg = ref.recv("ready", stage="validate and baselines")
+            if not msg["cached"]:
+                _store_cache(msg["cache_name"], msg["baselines"])
     base = msg["baselines"]
-    if not msg["cached"]:
-        _store_cache(msg["cache_name"], base)
+    # Where the baselines came from: measured by this evaluation, or by an earlier (or concurrent) one of the problem.
+    verdict.timing["baselines"] = "cached" if msg["cached"] else "measured"
     verdict.eager_ms = base["eager"]["median_ms"]
     verdict.timing["eager"] = base["eager"]
     if "compiled" in base:

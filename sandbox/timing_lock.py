@@ -111,3 +111,42 @@ def exclusive(device, pin=True):
                 yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def measuring_once(key, device, wait_s):
+    """Held by the one evaluation that measures the baselines of KEY (a problem and timing config) on DEVICE; the
+    others wait for it, then find its cache entry rather than measuring again. Concurrent evaluations of one problem
+    (a group of rollouts, a user's repeated runs) so share one set of baselines: torch.compile's autotuning picks
+    between near-tied kernels by noise, so two fresh compiles of a 1 us problem can differ by 40%. After WAIT_S the
+    waiter measures on its own rather than stall."""
+    import hashlib
+    import time
+
+    digest = hashlib.sha256(f"{device}|{key}".encode()).hexdigest()[:32]
+    path = settings.cache_dir() / "locks" / f"baselines-{digest}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a")
+    except OSError as exc:
+        log.warning("no baseline lock at %s (%s): concurrent evaluations may each measure", path, exc)
+        yield
+        return
+    with fh:
+        deadline = time.monotonic() + wait_s
+        held = False
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    log.warning("baselines of %s still being measured after %.0f s: measuring them here", key, wait_s)
+                    break
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            if held:
+                fcntl.flock(fh, fcntl.LOCK_UN)

@@ -132,7 +132,15 @@ def toolchain(device):
     # -Bsymbolic: an extension's calls into its own kernels bind to them, never to a same-named function of
     # another extension loaded earlier into the process; --exclude-libs: what static archives bring (a compiler's
     # static C++ runtime) is not exported for other libraries to bind to.
-    ldflags = ["-shared", "-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL", f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu"]
+    ldflags = [
+        "-shared",
+        "-Wl,-Bsymbolic",
+        "-Wl,--exclude-libs,ALL",
+        f"-L{lib}",
+        f"-Wl,-rpath,{lib}",
+        "-lc10",
+        "-ltorch_cpu",
+    ]
     tc = {
         "device": device,
         "cxx": cxx,
