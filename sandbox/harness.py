@@ -10,6 +10,7 @@ import secrets
 import shutil
 import sys
 import time
+from contextlib import ExitStack
 
 from sandbox import seccomp, settings, timing_lock
 from sandbox.config import EvalConfig
@@ -215,6 +216,9 @@ def _run(problem, solution, config, verdict):
             if headers:
                 stage.done("precompiled header")
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
+        # The shared hold on the device's timing lock while this evaluation's workers run kernels that are not timed
+        # (the candidate's load and trials, the reference's checks): no other evaluation times meanwhile.
+        gpu_work = ExitStack()
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
             # The reference validates the problem while the solution builds and the candidate starts; with its
@@ -235,11 +239,14 @@ def _run(problem, solution, config, verdict):
             }
             early = cached and not config.profile  # a reference profile is not taken beside the candidate's load
             if early:
+                gpu_work.enter_context(timing_lock.shared(config.device))
                 cand.restart_clock(config.timeout_s)
                 cand.send("start", **start)
             ready = _reference_ready(ref, problem, config, verdict, init_seed, cached)
             stage.done("validate and baselines")
             if not early:
+                # Not before: the reference measures its baselines under the exclusive lock, which this would block.
+                gpu_work.enter_context(timing_lock.shared(config.device))
                 cand.restart_clock(config.timeout_s)
                 cand.send("start", **start)
             cand.send("spec", spec=ready["spec"])
@@ -252,7 +259,8 @@ def _run(problem, solution, config, verdict):
             _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, precision.get("errors") is None)
             _float64_errors(verdict, precision)
             stage.done("trials")
-            with timing_lock.exclusive(config.device):  # no other evaluation's timing on this device meanwhile
+            gpu_work.close()
+            with timing_lock.exclusive(config.device):  # no other evaluation's kernels on this device meanwhile
                 cand.restart_clock(config.timeout_s)
                 cand.send(
                     "time", seeds=[secrets.randbits(31) for _ in range(config.input_sets)], protocol=ready["protocol"]
@@ -261,6 +269,7 @@ def _run(problem, solution, config, verdict):
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
             stage.done("timing")
+            gpu_work.enter_context(timing_lock.shared(config.device))
             _one_trial(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, "post", "post-timing")
             stage.done("post-timing trial")
             if config.profile:
@@ -288,6 +297,7 @@ def _run(problem, solution, config, verdict):
             _precision_matched_speedups(verdict)
             ref.dismiss()
         finally:
+            gpu_work.close()
             cand.close()
             ref.close()
     stage.done("clean up")
@@ -303,6 +313,7 @@ def _expose_reference_cache(jail, device):
         log.warning("no baseline cache at %s (%s): baselines are measured every time", baselines, exc)
     jail.expose(baselines)
     jail.expose(timing_lock.lock_path(device))
+    jail.expose(timing_lock.gate_path(device))
 
 
 def _expose_inline_headers(solution, jail, device):

@@ -4,8 +4,15 @@ of several cores, CUDA timing runs on cores of its own, and builds and everythin
 so a build beside a timing cannot slow the launches being timed (issue 17: a 30 us baseline moved 0.027 -> 0.064 ms
 with builds beside it).
 
-The harness creates the lock file (world-readable); the jailed reference worker, which cannot write there,
-locks it through a read-only descriptor, which flock(2) allows. The lock goes with the process that holds it:
+GPU work that is not timed (validating a problem, loading a solution, correctness trials, profiles) holds the lock
+shared: a timing waits until no other evaluation runs kernels, and none starts until it is done (on the H100, trials
+of an 8192x8192 problem beside a 1 us problem's baseline measured it at 38 us rather than 1.2 us). A gate gives a
+waiting timing precedence over new shared holders, so a stream of trials cannot starve it; shared holders that may
+be waited on by a holder inside its section (the reference, answering a trial the harness holds the lock for) skip
+the gate, so they never wait behind a timing that waits for them.
+
+The harness creates the lock files (world-readable); the jailed reference worker, which cannot write there,
+locks them through read-only descriptors, which flock(2) allows. The lock goes with the process that holds it:
 a worker that dies or is killed releases it. Core masks are the calling thread's (sched_setaffinity of thread 0):
 what it starts inherits them, other threads of the process keep theirs.
 """
@@ -79,36 +86,82 @@ def lock_path(device):
     return settings.cache_dir() / "locks" / f"timing-{device}-{visible.replace(',', '_') or 'none'}.lock"
 
 
+def gate_path(device):
+    """The gate a timing holds while it waits for shared holders to finish (see the module's doc)."""
+    return lock_path(device).with_suffix(".gate")
+
+
 def ensure(device):
-    """Create the lock file where jailed workers can open it (folders 755, file 644); returns its path."""
+    """Create the lock files where jailed workers can open them (folders 755, files 644); returns the lock's path."""
     path = lock_path(device)
-    if path.exists():  # made by this or another user of the cache: left as it is
-        return path
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o755)
-        path.touch()
-        os.chmod(path, 0o644)
-    except OSError as exc:  # a cache this user may not write: time unlocked, as exclusive() says
-        log.warning("cannot create the timing lock %s (%s)", path, exc)
+    for each in (path, gate_path(device)):
+        if each.exists():  # made by this or another user of the cache: left as it is
+            continue
+        try:
+            each.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(each.parent, 0o755)
+            each.touch()
+            os.chmod(each, 0o644)
+        except OSError as exc:  # a cache this user may not write: time unlocked, as exclusive() says
+            log.warning("cannot create the timing lock %s (%s)", each, exc)
     return path
+
+
+def _open(path):
+    try:
+        return open(path, "r")
+    except OSError:
+        return None
 
 
 @contextmanager
 def exclusive(device, pin=True):
     """Hold DEVICE's timing lock, on CUDA on the timing cores (PIN false: on the cores the thread has); without a
     lock file (the harness made none) it times unlocked, and says so."""
-    try:
-        fh = open(lock_path(device), "r")
-    except OSError as exc:
-        log.warning("timing without the %s timing lock (%s): concurrent evaluations may slow each other", device, exc)
+    fh = _open(lock_path(device))
+    if fh is None:
+        log.warning(
+            "timing without the %s timing lock (%s): concurrent evaluations may slow each other",
+            device,
+            lock_path(device),
+        )
         yield
         return
+    gate = _open(gate_path(device))
     with fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        if gate is not None:  # new shared holders wait at the gate while this waits for the current ones
+            fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        finally:
+            if gate is not None:
+                gate.close()  # closing releases the gate's lock
         try:
             with on_timing_cores(device) if pin else nullcontext():
                 yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def shared(device, gate=True):
+    """Hold DEVICE's timing lock shared, for GPU work that is not timed: no timing runs meanwhile. GATE false for a
+    holder that another shared holder may be waiting on (see the module's doc). The CPU target likewise: a trial's
+    compute beside a timing would take its cores and memory bandwidth."""
+    fh = _open(lock_path(device))
+    if fh is None:
+        yield
+        return
+    with fh:
+        door = _open(gate_path(device)) if gate else None
+        if door is not None:
+            with door:
+                fcntl.flock(door, fcntl.LOCK_EX)
+                fcntl.flock(fh, fcntl.LOCK_SH)
+        else:
+            fcntl.flock(fh, fcntl.LOCK_SH)
+        try:
+            yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 

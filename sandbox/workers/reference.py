@@ -122,7 +122,10 @@ def serve(channel):
             pass  # no such device: opening the problem says so
         channel.send("cached", cached=cached is not None)
     try:
-        module, model, spec, variants = open_problem(start)
+        # Kernels that are not timed hold the device's lock shared (without its gate: the harness may hold it
+        # shared for this evaluation's candidate and wait for this): no timing of another evaluation meanwhile.
+        with timing_lock.shared(device, gate=False):
+            module, model, spec, variants = open_problem(start)
     except ProblemRejected as exc:
         channel.send("invalid", reason=exc.reason, log=exc.log)
         return
@@ -147,8 +150,9 @@ def serve(channel):
     if start.get("profile"):
         from sandbox.profiling import kernel_table
 
-        first = (sets or timing_sets(module, start["timing_seeds"][:1], device, config, spec["input_bytes"]))[0]
-        ready["profile"] = kernel_table(lambda: model(*first), device)
+        with timing_lock.shared(device, gate=False):
+            first = (sets or timing_sets(module, start["timing_seeds"][:1], device, config, spec["input_bytes"]))[0]
+            ready["profile"] = kernel_table(lambda: model(*first), device)
     sets = first = None  # free the timing inputs before the trials, and give their memory to the candidate
     release_memory(device)
     stored = None
@@ -210,9 +214,10 @@ class Float64Reference:
 
     def _prepare(self, model, seed):
         try:
-            self.model = copy.deepcopy(model).double()
-            self._run(seed)
-            synchronize(self.device)
+            with timing_lock.shared(self.device, gate=False):
+                self.model = copy.deepcopy(model).double()
+                self._run(seed)
+                synchronize(self.device)
         except Exception as exc:  # noqa: BLE001 -- float64 is a report, never a verdict
             self.failed = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
             self.model = None
