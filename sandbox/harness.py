@@ -10,7 +10,6 @@ import secrets
 import shutil
 import sys
 import time
-from contextlib import ExitStack
 
 from sandbox import seccomp, settings, timing_lock
 from sandbox.config import EvalConfig
@@ -112,6 +111,10 @@ class Worker:
 
     def close(self):
         self.channel.close()
+
+    def wait_exit(self, seconds):
+        """Wait up to SECONDS for the worker, told to exit or its channel closed, to be gone; killed after that."""
+        self.jail.wait(self.proc, time.monotonic() - self.proc.started + seconds)
 
 
 def _ran_out(stage, output):
@@ -218,7 +221,7 @@ def _run(problem, solution, config, verdict):
         ref = Worker(ref_jail, "sandbox.workers.reference", "reference", settings.BASELINE_TIMEOUT_S)
         # The shared hold on the device's timing lock while this evaluation's workers run kernels that are not timed
         # (the candidate's load and trials, the reference's checks): no other evaluation times meanwhile.
-        gpu_work = ExitStack()
+        gpu_work = timing_lock.SharedHold(config.device)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
             # The reference validates the problem while the solution builds and the candidate starts; with its
@@ -239,14 +242,14 @@ def _run(problem, solution, config, verdict):
             }
             early = cached and not config.profile  # a reference profile is not taken beside the candidate's load
             if early:
-                gpu_work.enter_context(timing_lock.shared(config.device))
+                gpu_work.take()
                 cand.restart_clock(config.timeout_s)
                 cand.send("start", **start)
             ready = _reference_ready(ref, problem, config, verdict, init_seed, cached)
             stage.done("validate and baselines")
             if not early:
                 # Not before: the reference measures its baselines under the exclusive lock, which this would block.
-                gpu_work.enter_context(timing_lock.shared(config.device))
+                gpu_work.take()
                 cand.restart_clock(config.timeout_s)
                 cand.send("start", **start)
             cand.send("spec", spec=ready["spec"])
@@ -259,7 +262,7 @@ def _run(problem, solution, config, verdict):
             _trials(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, precision.get("errors") is None)
             _float64_errors(verdict, precision)
             stage.done("trials")
-            gpu_work.close()
+            gpu_work.release()
             with timing_lock.exclusive(config.device):  # no other evaluation's kernels on this device meanwhile
                 cand.restart_clock(config.timeout_s)
                 cand.send(
@@ -269,7 +272,7 @@ def _run(problem, solution, config, verdict):
             verdict.timing = {"candidate": timing, **verdict.timing}
             verdict.runtime_ms = timing["median_ms"]
             stage.done("timing")
-            gpu_work.enter_context(timing_lock.shared(config.device))
+            gpu_work.take()
             _one_trial(ref, cand, ref_jail, cand_jail, config, ready["spec"], verdict, "post", "post-timing")
             stage.done("post-timing trial")
             if config.profile:
@@ -297,9 +300,13 @@ def _run(problem, solution, config, verdict):
             _precision_matched_speedups(verdict)
             ref.dismiss()
         finally:
-            gpu_work.close()
             cand.close()
             ref.close()
+            if gpu_work.held:
+                # Their exit tears their CUDA contexts down, which would disturb the timing that waits for this hold.
+                cand.wait_exit(EXIT_GRACE_S)
+                ref.wait_exit(EXIT_GRACE_S)
+            gpu_work.release()
     stage.done("clean up")
 
 

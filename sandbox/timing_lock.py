@@ -203,3 +203,25 @@ def measuring_once(key, device, wait_s):
         finally:
             if held:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class SharedHold:
+    """shared(DEVICE) taken and let go between the stages of a sequence (an evaluation's), not around one block."""
+
+    def __init__(self, device):
+        self.device, self._held = device, None
+
+    @property
+    def held(self):
+        return self._held is not None
+
+    def take(self):
+        if self._held is None:
+            hold = shared(self.device)
+            hold.__enter__()
+            self._held = hold
+
+    def release(self):
+        if self._held is not None:
+            hold, self._held = self._held, None
+            hold.__exit__(None, None, None)
