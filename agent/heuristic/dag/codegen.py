@@ -445,9 +445,21 @@ def binding(plan, device, leaves, batch=None, reason=None, replay=False):
     operators, libraries = [], []
 
     def operator(name, arguments, returns, body):
-        params = ", ".join(f"Tensor {plan.buffers[n.name]}" for n in arguments)
+        ones, listed = split_arguments(arguments)
+        names = [f"Tensor {plan.buffers[n.name]}" for n in ones]
+        params, schema = (
+            ", ".join(names + ["std::vector<Tensor> ks_listed"] * bool(listed)),
+            ", ".join(names + ["Tensor[] ks_listed"] * bool(listed)),
+        )
+        if listed:  # the tensors past the dispatcher's limit, in one list: named as the kernels read them
+            body = (
+                f"    if (ks_listed.size() != {len(listed)}) "
+                f'throw std::runtime_error("{name}: expected {len(listed)} tensors in its list");\n'
+                + "".join(f"    Tensor {plan.buffers[n.name]} = ks_listed[{i}];\n" for i, n in enumerate(listed))
+                + body
+            )
         operators.append(f"{returns[0]} {name}({params}) {{\n{body}}}\n")
-        libraries.append((f'm.def("{name}({params}) -> {returns[1]}");', f'm.impl("{name}", TORCH_BOX(&{name}));'))
+        libraries.append((f'm.def("{name}({schema}) -> {returns[1]}");', f'm.impl("{name}", TORCH_BOX(&{name}));'))
 
     by_target = {f"buffer:{n.attrs['ref']}": n for n in leaves if n.kind == "buffer"}
     main = [f for f in writer.functions if not f[4].once]
@@ -488,6 +500,7 @@ def binding(plan, device, leaves, batch=None, reason=None, replay=False):
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 using torch::stable::Tensor;
 
@@ -508,6 +521,29 @@ def _interleaved(allocs, calls, functions, plan):
             lines.append(f"    Tensor {next(pending)}")
         lines.append(f"    {call}")
     return "".join(line + "\n" for line in lines)
+
+
+# PyTorch's dispatcher takes at most 64 arguments an operator (a ResNet's parameters and buffers are well over a
+# hundred): past it an operator takes the inputs one by one and the other tensors in one Tensor[] list.
+MAX_OP_ARGS = 64
+
+
+def split_arguments(arguments):
+    """(taken one by one, taken in one list) of an operator's ARGUMENTS: all one by one while they fit."""
+    if len(arguments) <= MAX_OP_ARGS:
+        return list(arguments), []
+    ones = [n for n in arguments if n.kind == "input"][: MAX_OP_ARGS - 1]
+    taken = {id(n) for n in ones}
+    return ones, [n for n in arguments if id(n) not in taken]
+
+
+def _python_call_arguments(arguments, params):
+    """The Python arguments of an operator of ARGUMENTS, as split_arguments splits them."""
+    ones, listed = split_arguments(arguments)
+    values = [_python_argument(n, params) for n in ones]
+    if listed:
+        values.append("[" + ", ".join(_python_argument(n, params) for n in listed) + "]")
+    return ", ".join(values)
 
 
 def _python_argument(n, params):
@@ -541,12 +577,14 @@ def model_new(plan, leaves, problem_source, device):
 
     folded = _arguments(plan, once=True) if plan.graph.folds else []
     params = list(dict.fromkeys(n.attrs["ref"] for n in leaves + folded if n.kind == "param"))
-    args = ", ".join(_python_argument(n, params) for n in leaves)
+    args = _python_call_arguments(leaves, params)
     checks = scalar_checks(plan.scalars)
     methods = ""
     if folded:
         sources = ", ".join(_python_argument(n, params) for n in folded)
-        call = "ops.fold(*sources)" if len(plan.graph.folds) > 1 else "(ops.fold(*sources),)"
+        ones = len(split_arguments(folded)[0])
+        spread = "*sources" if ones == len(folded) else f"*sources[:{ones}], sources[{ones}:]"
+        call = f"ops.fold({spread})" if len(plan.graph.folds) > 1 else f"(ops.fold({spread}),)"
         methods = FOLD_METHOD.format(sources=sources, call=call)
         checks += "        folded = self._ks_folded()\n"
     preload = CUDNN_PRELOAD if device == "cuda" and any(k.kind == "conv" for k in plan.kernels) else ""
