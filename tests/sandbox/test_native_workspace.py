@@ -58,7 +58,9 @@ def test_stable_abi_workspace_evaluates_ok(run_eval, files, elementwise, sources
     # Built once: a second evaluation finds the library in the cache.
     again = run_eval(elementwise, files.workspace(sources["STABLE_WORKSPACE"]))
     assert again.status == "ok"
-    assert again.timing["stages_s"]["build"] < 1.5, again.timing["stages_s"]  # a compile takes seconds
+    # A compile takes seconds; finding the library takes milliseconds (the stage's wall time also holds starting the
+    # jails, which a loaded machine stretches past a second).
+    assert again.compile_s < 0.5, (again.compile_s, again.timing["stages_s"])
 
 
 def test_build_errors_carry_the_compiler_error_line(files, sources):
