@@ -27,15 +27,15 @@ def get_init_inputs():
 """
 
 
-def hold_lock(device, seconds, taken):
-    with timing_lock.exclusive(device):
+def hold(lock, seconds, taken):
+    with lock("cpu"):
         taken.set()
         time.sleep(seconds)
 
 
-def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_is_not_timed(run_eval, files, honest):
-    # A problem of its own (a comment in it), so that its baselines are measured now rather than found cached.
-    problem = files.problem(PROBLEM + f"# {time.time_ns()}\n", "locked.py")
+def evaluated_beside(lock, run_eval, problem, solution):
+    """The verdict of PROBLEM and SOLUTION evaluated while another thread holds LOCK (exclusive or shared) for
+    HOLD_S, and the seconds its stages before the trials took."""
     timing_lock.ensure("cpu")
     # What an evaluation does before its stages' clock starts (probing the host's isolation, once per process) must
     # not eat into the hold: only the stages are compared with it.
@@ -43,45 +43,34 @@ def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_
 
     isolation_level()
     taken = threading.Event()
-    holder = threading.Thread(target=hold_lock, args=("cpu", HOLD_S, taken))
+    holder = threading.Thread(target=hold, args=(lock, HOLD_S, taken))
     holder.start()
     assert taken.wait(5)
-    verdict = run_eval(problem, honest)
+    verdict = run_eval(problem, solution)
     holder.join()
     assert verdict.status == "ok" and verdict.correct, verdict.log
     stages = verdict.timing["stages_s"]
+    return verdict, stages["build"] + stages["start workers"] + stages["validate and baselines"]
+
+
+def test_baselines_are_measured_only_under_the_devices_timing_lock_and_the_wait_is_not_timed(run_eval, files, honest):
+    # A problem of its own (a comment in it), so that its baselines are measured now rather than found cached.
+    problem = files.problem(PROBLEM + f"# {time.time_ns()}\n", "locked.py")
+    verdict, before_trials = evaluated_beside(timing_lock.exclusive, run_eval, problem, honest)
     # The baselines could not be measured before the lock was let go: their stage ends after it.
-    before_trials = stages["build"] + stages["start workers"] + stages["validate and baselines"]
-    assert before_trials >= HOLD_S - 0.5, stages
+    assert before_trials >= HOLD_S - 0.5, verdict.timing["stages_s"]
     assert verdict.eager_ms < 100 and verdict.runtime_ms < 100, verdict.timing
     # One protocol, chosen with the baselines and handed to the candidate (the CPU's clock here).
     assert verdict.timing["protocol"] == verdict.timing["eager"]["protocol"] == "cpu-clock"
     assert verdict.timing["candidate"]["protocol"] == "cpu-clock"
 
 
-def hold_shared(device, seconds, taken):
-    with timing_lock.shared(device):
-        taken.set()
-        time.sleep(seconds)
-
-
 def test_another_evaluations_untimed_kernels_hold_off_the_baselines(run_eval, files, honest):
     """Trials, loads and validations of other evaluations hold the lock shared: a timing waits until they are done
     (on the H100, another evaluation's trials beside a 1 us baseline measured it at 38 us)."""
     problem = files.problem(PROBLEM + f"# {time.time_ns()} beside trials\n", "beside.py")
-    timing_lock.ensure("cpu")
-    from sandbox.isolation import isolation_level
-
-    isolation_level()
-    taken = threading.Event()
-    holder = threading.Thread(target=hold_shared, args=("cpu", HOLD_S, taken))
-    holder.start()
-    assert taken.wait(5)
-    verdict = run_eval(problem, honest)
-    holder.join()
-    assert verdict.status == "ok" and verdict.correct, verdict.log
-    stages = verdict.timing["stages_s"]
-    assert stages["build"] + stages["start workers"] + stages["validate and baselines"] >= HOLD_S - 0.5, stages
+    verdict, before_trials = evaluated_beside(timing_lock.shared, run_eval, problem, honest)
+    assert before_trials >= HOLD_S - 0.5, verdict.timing["stages_s"]
 
 
 def test_a_waiting_timing_goes_before_new_shared_holders_but_not_before_ungated_ones(tmp_path, monkeypatch):
