@@ -171,6 +171,10 @@ def serve(channel):
         if msg["kind"] != "check":
             return
         variant = msg.get("variant")
+        if precise is not None:
+            # Its warm-up draws inputs too, from the same global generator: drawing beside it would reseed this
+            # check's draw halfway (a loaded machine saw a correct solution judged incorrect, 66% of outputs off).
+            precise.wait()
         inputs = (
             variant_inputs(module, variant, msg["seed"], device)
             if variant
@@ -194,7 +198,8 @@ class Float64Reference:
     precision a solution gives up (a TF32 GEMM, say). A model that cannot run in float64 reports no such error.
 
     The copy is made and warmed (its first float64 kernels loaded) in a thread while the candidate loads, so the
-    first trial does not wait for it; it is joined before any check, and long before the candidate is timed."""
+    first trial does not wait for it; it is joined before any check draws inputs, and long before the candidate is
+    timed."""
 
     def __init__(self, model, module, device, warm_seed):
         self.module, self.device = module, device
@@ -222,8 +227,12 @@ class Float64Reference:
             self.failed = f"the model does not run in float64: {type(exc).__name__}: {str(exc)[:200]}"
             self.model = None
 
-    def errors(self, seed, sample_seed, sample_elements, expected, got):
+    def wait(self):
+        """Until the warm-up is done: it draws its inputs from torch's global generator, as every check does."""
         self._thread.join()
+
+    def errors(self, seed, sample_seed, sample_elements, expected, got):
+        self.wait()
         if not self.failed:
             try:
                 precise = select(self._run(seed), sample_seed, sample_elements)

@@ -117,3 +117,42 @@ def test_a_solution_evaluated_again_reports_its_stored_float64_errors_without_ru
         assert getattr(again, key) == getattr(first, key) == first.trials[0][key] == again.trials[0][key]
     # Every check still runs: the trials are fresh, only the float64 report is reused.
     assert len(again.trials) == len(first.trials) and again.max_abs_error != first.max_abs_error
+
+
+# The float64 copy is slow to make (4 s) and every draw of the checks' inputs is slow (2 s between its tensors): the
+# warm-up, which seeds torch's global generator for its own draw, would land in the middle of the first check's draw.
+SLOW_FLOAT64_COPY = """
+import threading
+import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y) * 2.0
+
+    def double(self):
+        time.sleep(4.0)
+        return super().double()
+
+
+def get_inputs():
+    x = torch.randn(128, 512)
+    if threading.current_thread() is threading.main_thread():
+        time.sleep(2.0)
+    return [x, torch.randn(128, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_float64_warm_up_never_reseeds_a_checks_draw_of_its_inputs(run_eval, files, honest):
+    """A loaded machine judged a correct solution incorrect (66% of its outputs off): the reference drew a check's
+    inputs while its float64 warm-up, in another thread, seeded the same global generator for its own draw."""
+    v = run_eval(files.problem(SLOW_FLOAT64_COPY, "slow_float64_copy.py"), honest, timeout_s=180)
+    assert v.status == "ok" and v.correct, (v.status, v.log[-1500:])
+    assert v.max_abs_error_fp64 is not None and v.max_abs_error_fp64 < 1e-5, v.max_abs_error_fp64
