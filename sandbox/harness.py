@@ -139,7 +139,9 @@ EXIT_GRACE_S = 10.0
 
 
 def _baseline_key(problem, config):
-    return problem.sha256, config.timing_key()
+    """The problem and timing config the cached baselines belong to, as the reference's cache and the harness's
+    measuring_once lock both key them."""
+    return json.dumps([problem.sha256, config.timing_key()], sort_keys=True)
 
 
 def _store_cache(name, data):
@@ -374,7 +376,7 @@ def _start_reference(ref, problem, solution, problem_copy, config):
         init_seed=init_seed,
         validation_seed=secrets.randbits(31),
         timing_seeds=[secrets.randbits(31) for _ in range(config.input_sets)],
-        cache_key=json.dumps(_baseline_key(problem, config), sort_keys=True),
+        cache_key=_baseline_key(problem, config),
         precision_key=f"{problem.sha256}|{solution.sha256}",
         profile=config.profile,
         measure=True,
@@ -391,8 +393,7 @@ def _reference_ready(ref, problem, config, verdict, init_seed, cached):
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
     if not cached:
         # One evaluation of a problem measures its baselines at a time; one that waited finds them in the cache.
-        key = json.dumps(_baseline_key(problem, config), sort_keys=True)
-        with timing_lock.measuring_once(key, config.device, config.timeout_s / 2):
+        with timing_lock.measuring_once(_baseline_key(problem, config), config.device, config.timeout_s / 2):
             ref.send("measure")
             msg = ref.recv("ready", stage="validate and baselines")
             if not msg["cached"]:

@@ -18,8 +18,10 @@ what it starts inherits them, other threads of the process keep theirs.
 """
 
 import fcntl
+import hashlib
 import logging
 import os
+import time
 from contextlib import contextmanager, nullcontext
 
 from sandbox import settings
@@ -173,9 +175,6 @@ def measuring_once(key, device, wait_s):
     (a group of rollouts, a user's repeated runs) so share one set of baselines: torch.compile's autotuning picks
     between near-tied kernels by noise, so two fresh compiles of a 1 us problem can differ by 40%. After WAIT_S the
     waiter measures on its own rather than stall."""
-    import hashlib
-    import time
-
     digest = hashlib.sha256(f"{device}|{key}".encode()).hexdigest()[:32]
     path = settings.cache_dir() / "locks" / f"baselines-{digest}.lock"
     try:
