@@ -10,6 +10,9 @@ the rollout throughput when the run is complete.
 Each call starts nothing (no chunk of teacher episodes, no training step) after --budget-s seconds and keeps
 what it finished (episodes under DIR/data/episodes/, checkpoints under DIR/run/checkpoints/), so it fits a
 10-minute command: run it again until it prints the table. About an hour of H100 time in all for ~600 tasks.
+`--finish-data` ends the data build with the episodes done so far (the other tasks are left out) and
+`--data-only` stops there: the data (DIR/data/{summary.json,tasks.jsonl,trajectories.jsonl}) can then travel to
+another machine, where the same command with it in place goes straight to training.
 
 `--throughput` runs the same actor episodes twice side by side, generation one sequence at a time (the old
 rollouts, rollouts.max_batch=1) and batched (all the step's episodes at once), and prints episodes per minute of
@@ -59,6 +62,12 @@ def main(argv=None):
         help="start no teacher episodes or training step after this many seconds",
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
+    parser.add_argument("--data-only", action="store_true", help="stop after the data build (train elsewhere)")
+    parser.add_argument(
+        "--finish-data",
+        action="store_true",
+        help="run no more teacher episodes: complete the data with the tasks whose episode is done",
+    )
     parser.add_argument(
         "--throughput",
         action="store_true",
@@ -110,11 +119,14 @@ def main(argv=None):
         rows = read_rows(tasks)
         if not args.tasks:  # KernelBench: levels 1 and 2 only
             rows = [r for r in rows if r.get("level") in (1, 2)]
-        summary = build(config, rows, data, held_out=0.15, stop_after=args.budget_s)
+        summary = build(config, rows, data, held_out=0.15, stop_after=args.budget_s, finish=args.finish_data)
         print(json.dumps(summary))
         if not summary["complete"]:
             print(f"data: {summary['episodes_left']} teacher episodes left; run the same command again")
             return 0
+    if args.data_only:
+        print(f"data complete in {data}: {summary['kept_trajectories']} trajectories kept")
+        return 0
     try:
         train(config, config.stages, stop_after=max(1.0, args.budget_s - (time.monotonic() - t0)))
     except OutOfTime as exc:
@@ -138,6 +150,10 @@ def main(argv=None):
         print(
             f"| RFT: trajectories, packed rows, loss first / last epoch | {rft[-1]['kept']}, {rft[-1].get('rows')}, "
             f"{rft[0]['loss']:.3f} / {rft[-1]['loss']:.3f} |"
+        )
+        print(
+            f"| RFT: longest teacher answer, answers over the rollout cap ({config.episode.response_tokens}) | "
+            f"{rft[-1].get('answer_tokens_max')} tokens, {rft[-1].get('answers_over_cap')} |"
         )
     for e in evals:
         label = e["after"].upper() + (f" step {e['ppo_steps']}" if e["after"] == "ppo" else "")

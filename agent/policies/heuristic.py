@@ -27,8 +27,11 @@ class HeuristicPolicy(Policy):
     name = "heuristic"
     model = "heuristic"
 
-    def __init__(self, **_options):
-        """The heuristic needs no model, endpoint or key; options meant for other back-ends are ignored."""
+    def __init__(self, tune=True, **_options):
+        """The heuristic needs no model, endpoint or key; options meant for other back-ends are ignored. TUNE: on
+        CUDA, measure the other block sizes after the first verified one (False: submit that one; a teacher's
+        shorter episodes for distillation data)."""
+        self.tune = tune
 
     def reset(self, task):
         super().reset(task)
@@ -36,7 +39,7 @@ class HeuristicPolicy(Policy):
         self.plan = None
         self.block = BLOCKS[0]
         self.results = {}  # block -> runtime_ms of a correct verification
-        self.pending = list(BLOCKS[1:]) if task.device == "cuda" else []
+        self.pending = list(BLOCKS[1:]) if task.device == "cuda" and self.tune else []
         self.last_verdict = None
         self.last_observation = ""
         self.observations = []  # the last turn's, one per tool call

@@ -827,3 +827,13 @@ def test_a_convolution_after_another_stage_loads_cudnn_parts_on_cuda_and_verifie
     assert "_load_cudnn_parts" not in workspace_files(plan, "cpu", BATCH_NORM_CONV)["model_new.py"]
     traj = heuristic_episode(BATCH_NORM_CONV, "batch_norm_conv")
     assert traj.stop_reason == "submitted" and traj.verdict["correct"], (traj.stop_reason, traj.verdict)
+
+
+@pytest.mark.parametrize("tune", [True, False])
+def test_an_untuned_heuristic_submits_its_first_verified_cuda_kernel(tune, tmp_path):
+    policy = make_policy("heuristic", tune=tune)
+    policy.reset(Task(problem_name="relu", problem_source="", device="cuda", workspace=str(tmp_path), max_turns=8))
+    policy.plan = type("Plan", (), {"describe": "one loop", "kind": "elementwise"})()
+    policy.state, policy.last_verdict = "judge", {"status": "ok", "runtime_ms": 1.0}
+    names = [call.name for call in policy.act([], []).tool_calls]
+    assert names == (["edit_file", "verify"] if tune else ["submit"])

@@ -127,3 +127,25 @@ def test_the_data_command_runs_the_teacher_and_keeps_held_out_trajectories_out(t
         r["split"] for r in built
     ]
     assert held != trained
+
+
+def test_finishing_a_build_keeps_the_tasks_whose_episode_is_done_and_runs_nothing(tmp_path):
+    from training.rl import config as run_config
+
+    config = run_config.load(ROOT / "training/configs/toy.yaml")
+    source_rows = [{"name": f"op_{k}", "code": source(k), "fingerprint": f"graph:{k:04d}"} for k in range(6)]
+    out = tmp_path / "data"
+    tasks, _ = data.distinct(source_rows)
+    for task, reward in zip(tasks[:4], (1.0, 2.0, -1.0, 3.0)):  # four episodes done, two never run
+        folder = data.episode_folder(out, task)
+        folder.mkdir(parents=True)
+        (folder / "trajectory.json").write_text(json.dumps(teacher(task.name, reward).to_json()))
+    said = []
+    summary = data.build(config, source_rows, out, held_out=0.0, finish=True, say=said.append)
+    assert not said, said  # no chunk of episodes ran
+    assert summary["complete"] and summary["not_run"] == 2 and summary["tasks"] == summary["episodes"] == 4
+    built = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
+    assert [r["name"] for r in built] == ["op_0", "op_1", "op_2", "op_3"]
+    assert [r["split"] for r in built] == ["train", "train", "unreached", "train"]
+    kept = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert [Path(t["problem"]).stem for t in kept] == ["op_0", "op_1", "op_3"]

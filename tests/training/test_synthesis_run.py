@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.validate import validate_problem
+from sandbox.validate import InvalidProblem, validate_problem
 from studio.testing import kill_tree
 from training.synthesis.filters import FILTERS
 
@@ -127,3 +127,39 @@ def test_a_small_run_through_a_real_rq_worker_keeps_valid_tasks_and_resumes(synt
     Redis.from_url(REDIS_URL).delete(f"ks:synthesis:{run['run_id']}:claims")
     other = synthesize(out, queue, env, "--count", "1", "--seed", "5")
     assert other.returncode == 2 and "started with other settings (seed differ)" in other.stderr
+
+
+def test_compose_only_keeps_distinct_candidates_unrun_and_a_data_build_reads_them(tmp_path):
+    from training.rl.tasks import read_rows
+
+    out = tmp_path / "composed.jsonl"
+    cmd = [sys.executable, "-m", "training", "synthesize", "--device", "cpu", "--profile", "tiny", "--compose-only"]
+    result = subprocess.run(
+        cmd + ["--count", "12", "--max-depth", "3", "--out", str(out), "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) >= 12 and len({r["fingerprint"] for r in rows}) == len(rows)
+    for row in rows:  # composed and de-duplicated, nothing executed
+        assert [v["filter"] for v in row["verdicts"]] == ["composes", "not_duplicate"]
+        assert row["eager_ms"] is None and row["inputs"] == [] and 1 <= row["fusion_depth"] <= 3
+    summary = json.loads(Path(f"{out}.summary.json").read_text())
+    assert summary["kept"] == len(rows) and summary["time"]["exec_s"] == 0
+    problems = read_rows(str(out))
+    assert [p["name"] for p in problems] == [r["name"] for r in rows] and all(
+        "class Model" in p["code"] for p in problems
+    )
+    ran = 0
+    for problem in problems[:4]:  # composed problems run as written (shapes were traced on the meta device)
+        path = tmp_path / f"{problem['name']}.py"
+        path.write_text(problem["code"])
+        try:
+            validate_problem(path, device="cpu")
+            ran += 1
+        except InvalidProblem:
+            pass
+    assert ran >= 3

@@ -105,6 +105,8 @@ class RFTConfig:
     warmup: float = 0.0  # the share of the optimizer steps the learning rate ramps up over
     min_lr_ratio: float = 0.1
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
+    heuristic_tune: bool = True  # the heuristic measures other block sizes on CUDA (False: one verification, a
+    #                              shorter episode the actor can copy within fewer turns, at a third of the GPU time)
 
 
 @dataclass

@@ -129,9 +129,10 @@ def stored(out, task):
         return None  # cut by a crash: run it again
 
 
-def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say=print):
+def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say=print, finish=False):
     """Build DATA (OUT) from ROWS with CONFIG's episode settings; returns the summary. With STOP_AFTER seconds, no
-    chunk of episodes starts after that (run again to continue)."""
+    chunk of episodes starts after that (run again to continue). FINISH: run no more episodes and complete the data
+    with the tasks whose episode is done (the others are left out of it, counted as `not_run`)."""
     from training.rl.rollouts import Rollouts
     from training.rl.tasks import Task
 
@@ -146,7 +147,7 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         (problems / f"{task.name}.py").write_text(task.code)
     rollouts = Rollouts(config, out, tokenizer=None)
     start = time.monotonic()
-    todo = [t for t in tasks if stored(out, t) is None]
+    todo = [] if finish else [t for t in tasks if stored(out, t) is None]
     chunk = max(1, config.rollouts.workers) * (4 if config.rollouts.backend == "rq" else 1)
     failures = []
     for i in range(0, len(todo), chunk):
@@ -162,6 +163,10 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         failures += [r for r in results if isinstance(r, str)]
         say(f"episodes: {len(tasks) - len(todo) + i + len(part)} / {len(tasks)}")
     trajectories = {t.name: stored(out, t) for t in tasks}
+    not_run = 0
+    if finish:
+        not_run = sum(t is None for t in trajectories.values())
+        tasks = [t for t in tasks if trajectories[t.name] is not None]
     done = sum(t is not None for t in trajectories.values())
     kept = split(tasks, trajectories, threshold, held_out, config.seed)
     write_jsonl(out / "tasks.jsonl", [t.to_json() for t in tasks])
@@ -173,6 +178,7 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         "tasks": len(tasks),
         "episodes": done,
         "episodes_left": len(tasks) - done,
+        "not_run": not_run,
         "failed_to_run": len(failures),
         "threshold": threshold,
         "splits": dict(Counter(t.split for t in tasks)),
@@ -201,6 +207,11 @@ def add_arguments(parser):
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N rows only")
     parser.add_argument("--stop-after", type=float, help="start no episodes after S seconds (run again to go on)")
+    parser.add_argument(
+        "--finish",
+        action="store_true",
+        help="run no more episodes: complete the data with the tasks whose episode is done, leaving the others out",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
 
 
@@ -216,7 +227,13 @@ def run(args):
         config = run_config.override(run_config.load(args.config), args.set)
         rows = read_rows(args.tasks)
         summary = build(
-            config, rows[: args.limit] if args.limit else rows, args.out, args.held_out, args.threshold, args.stop_after
+            config,
+            rows[: args.limit] if args.limit else rows,
+            args.out,
+            args.held_out,
+            args.threshold,
+            args.stop_after,
+            finish=args.finish,
         )
     except (ConfigError, TaskError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -37,6 +37,20 @@ def sft_loss(model, batch):
     return -masked_mean(logprobs, batch.mask)
 
 
+def answer_lengths(samples):
+    """The token count of every answer in SAMPLES (each run of policy tokens in a mask)."""
+    lengths = []
+    for sample in samples:
+        n = 0
+        for bit in list(sample.mask) + [0]:
+            if bit:
+                n += 1
+            elif n:
+                lengths.append(n)
+                n = 0
+    return lengths
+
+
 def trajectories_file(run):
     """Where the stage's trajectories are: a data build's (rft.data), else those collected into the run."""
     if run.config.rft.data:
@@ -83,6 +97,18 @@ def train(run):
             f"{rewards}): lower the threshold or collect more episodes (rft.episodes)"
         )
     samples = run.samples(kept)
+    answers = answer_lengths(samples)
+    cap = run.config.episode.response_tokens
+    over = sum(n > cap for n in answers)
+    if over:
+        run.log.warning(
+            "rft: %d of %d teacher answers are longer than episode.response_tokens %d (longest %d): the actor's "
+            "own answers are cut there",
+            over,
+            len(answers),
+            cap,
+            max(answers),
+        )
     rows = tokens.pack(samples, cfg.max_tokens) if cfg.pack else samples
     optimizer = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
     actor, optimizer = acc.prepare(actor, optimizer)
@@ -112,10 +138,14 @@ def train(run):
             "collected": len(trajectories),
             "kept": len(kept),
             "policy_tokens": sum(sum(s.mask) for s in samples),
+            "answer_tokens_max": max(answers, default=0),
+            "answers_over_cap": over,
             **distribution("kept_reward", [episode_reward(t) for t in kept]),
         }
         record = merge_process_stats(
-            gather(acc, (record, [])), summed={"collected", "kept", "policy_tokens", "rows"}, episodes=False
+            gather(acc, (record, [])),
+            summed={"collected", "kept", "policy_tokens", "rows", "answers_over_cap"},
+            episodes=False,
         )  # every rank's share of the episodes
         record["kept_fraction"] = record["kept"] / record["collected"]
         if acc.is_main_process:

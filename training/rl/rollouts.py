@@ -164,7 +164,7 @@ class Rollouts:
         """(name, options) for make_policy on a worker, or a Policy object for this process."""
         e = self.config.episode
         if who == "heuristic":
-            return "heuristic", {}
+            return "heuristic", {"tune": self.config.rft.heuristic_tune}
         if self.config.rollouts.backend == "inprocess":
             return LivePolicy(
                 self.generator,

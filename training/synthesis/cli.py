@@ -5,6 +5,7 @@ Examples:
   python -m training synthesize --count 6000 --device cuda --out data/ops.jsonl --workers 8
   python -m training synthesize --count 20 --device cpu --out /tmp/ops.jsonl --profile tiny --min-ms 0
   python -m training synthesize --count 100 --device cuda --out ops.jsonl --backend rq --workers 32
+  python -m training synthesize --count 2000 --device cuda --compose-only --max-depth 3 --out tasks.jsonl
   python -m training synthesize --list-seeds
 """
 
@@ -57,6 +58,12 @@ def add_arguments(parser):
         default="program",
         help="llm: an OpenAI-compatible endpoint writes the fused problem from the drawn seeds",
     )
+    parser.add_argument(
+        "--compose-only",
+        action="store_true",
+        help="keep composed, de-duplicated candidates without running them (thousands a minute on a CPU): the "
+        "execution filters are left to whoever runs them, e.g. `python -m training data`'s teacher episodes",
+    )
     parser.add_argument("--base-url", default="", help="llm composer endpoint (default KS_POLICY_BASE_URL)")
     parser.add_argument("--model", default="", help="llm composer model (default: the one the endpoint serves)")
     parser.add_argument("--max-resizes", type=int, default=2, help="batch rescalings toward the window per task")
@@ -96,6 +103,8 @@ def config_from(args):
     if unknown:
         raise ValueError(f"unknown operator classes {sorted(unknown)}: choose from {', '.join(CLASSES)}")
     llm = {k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v}
+    if args.compose_only and args.composer != "program":
+        raise ValueError("--compose-only needs the program composer: an LLM's source is fingerprinted by running it")
     return RunConfig(
         device=args.device,
         profile=args.profile or args.device,
@@ -112,6 +121,7 @@ def config_from(args):
         timeout_s=args.timeout,
         kernelbench=args.kernelbench,
         llm=llm,
+        compose_only=args.compose_only,
     )
 
 

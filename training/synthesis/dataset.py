@@ -42,6 +42,8 @@ class RunConfig:
     timeout_s: float = 600.0
     kernelbench: str = ""
     llm: dict = field(default_factory=dict)
+    compose_only: bool = False  # keep composed, de-duplicated candidates unrun: the execution filters are left to
+    #                             whoever runs them (`python -m training data`'s teacher episodes)
     version: int = SCHEMA_VERSION
 
     def to_json(self):
@@ -145,8 +147,9 @@ def read_tasks(path):
 
 
 def _histogram(values, bins):
+    """Counts of VALUES per bin; unmeasured values (None: composed-only tasks) are left out."""
     counts = [0] * (len(bins) + 1)
-    for v in values:
+    for v in (v for v in values if v is not None):
         counts[sum(1 for b in bins if v >= b)] += 1
     edges = [0.0] + list(bins) + [math.inf]
     return [
@@ -175,8 +178,10 @@ def summarize(attempts, tasks, wall_s=None, config=None):
             "op_classes": dict(Counter(c for t in tasks for c in sorted(set(t.op_classes))).most_common()),
             "fusion_depth": {str(d): n for d, n in sorted(Counter(t.fusion_depth for t in tasks).items())},
             "eager_ms": _histogram([t.eager_ms for t in tasks], TIME_BINS),
-            "eager_ms_values": sorted(round(t.eager_ms, 4) for t in tasks),
-            "speedup_compiled_over_eager": sorted(round(t.eager_ms / t.compiled_ms, 3) for t in tasks if t.compiled_ms),
+            "eager_ms_values": sorted(round(t.eager_ms, 4) for t in tasks if t.eager_ms is not None),
+            "speedup_compiled_over_eager": sorted(
+                round(t.eager_ms / t.compiled_ms, 3) for t in tasks if t.compiled_ms and t.eager_ms
+            ),
         },
         "time": {
             "exec_s": round(exec_s, 2),

@@ -139,9 +139,8 @@ def _composer(run):
 
 
 def synthesize_one(index, run, claims, run_id="run"):
-    """Candidate INDEX of RUN (deterministic in run.seed and INDEX) through every filter: an Attempt."""
-    import torch
-
+    """Candidate INDEX of RUN (deterministic in run.seed and INDEX) through every filter (only composition and
+    de-duplication with run.compose_only): an Attempt."""
     t0 = time.monotonic()
     rng = random.Random(f"{run.seed}:{index}")
     owner = f"{run_id}/task-{index:06d}"
@@ -179,6 +178,10 @@ def synthesize_one(index, run, claims, run_id="run"):
         verdicts.append(dup)
         if not dup.passed:
             return _finish(attempt, verdicts, t0)
+        if run.compose_only:
+            attempt.kept = True
+            attempt.task = _record(run, run_id, index, candidate, candidate.source, fp, verdicts, {})
+            return _finish(attempt, verdicts, t0)
     source, probe = candidate.source, None
     for resize in range(run.max_resizes + 1):
         probe = Probe(source, run, claims, owner)
@@ -197,33 +200,40 @@ def synthesize_one(index, run, claims, run_id="run"):
         attempt.resizes += 1
     verdicts += probe.verdicts
     if all(v.passed for v in verdicts):
-        facts = probe.facts
-        spec = facts["spec"]
         attempt.kept = True
-        attempt.task = TaskRecord(
-            task_id=f"{run_id}-{index:06d}",
-            name=candidate.name,
-            source=source,
-            seeds=candidate.seeds,
-            op_classes=candidate.op_classes,
-            fusion_depth=candidate.depth,
-            inputs=spec["inputs"],
-            outputs=spec["outputs"],
-            dtype=candidate.dtype,
-            device=run.device,
-            eager_ms=facts["eager"]["median_ms"],
-            compiled_ms=facts["compiled"]["median_ms"],
-            compile_s=facts.get("compile_s") or 0.0,
-            fingerprint=fp,
-            verdicts=[v.to_json() for v in verdicts],
-            composer=candidate.composer,
-            device_name=facts.get("device_name", ""),
-            torch_version=torch.__version__,
-            eager_spread_pct=facts["eager"].get("spread_pct", 0.0),
-        ).to_json()
+        attempt.task = _record(run, run_id, index, candidate, source, fp, verdicts, probe.facts)
     elif fp:
         claims.release(fp, owner)
     return _finish(attempt, verdicts, t0)
+
+
+def _record(run, run_id, index, candidate, source, fp, verdicts, facts):
+    """The kept task's record (JSON); FACTS are the probe's (empty for a composed-only candidate: no shapes or
+    timings)."""
+    import torch
+
+    spec = facts.get("spec") or {}
+    return TaskRecord(
+        task_id=f"{run_id}-{index:06d}",
+        name=candidate.name,
+        source=source,
+        seeds=candidate.seeds,
+        op_classes=candidate.op_classes,
+        fusion_depth=candidate.depth,
+        inputs=spec.get("inputs", []),
+        outputs=spec.get("outputs"),
+        dtype=candidate.dtype,
+        device=run.device,
+        eager_ms=(facts.get("eager") or {}).get("median_ms"),
+        compiled_ms=(facts.get("compiled") or {}).get("median_ms"),
+        compile_s=facts.get("compile_s") or 0.0,
+        fingerprint=fp,
+        verdicts=[v.to_json() for v in verdicts],
+        composer=candidate.composer,
+        device_name=facts.get("device_name", ""),
+        torch_version=torch.__version__,
+        eager_spread_pct=(facts.get("eager") or {}).get("spread_pct", 0.0),
+    ).to_json()
 
 
 def _resized(source, eager_ms, run, spec):
