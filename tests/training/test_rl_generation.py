@@ -73,6 +73,24 @@ def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temp
         assert batched.response_logprobs == pytest.approx(one.response_logprobs, abs=1e-4)
 
 
+def test_sampled_answers_record_the_log_probs_of_the_raw_logits_step_by_step(checkpoint):
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.7, max_new_tokens=12)
+    prompts = prompt_ids(policy)
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8)
+    try:
+        torch.manual_seed(1)
+        together = generator.generate_all([(ids, 12) for ids in prompts], 0.7)
+    finally:
+        generator.close()
+    for answer in together:  # a teacher-forced pass over prompt + answer gives the same log-probs
+        ids = torch.tensor([answer.prompt_token_ids + answer.response_token_ids])
+        with torch.no_grad():
+            logits = policy.lm(ids).logits[0, len(answer.prompt_token_ids) - 1 : -1].float()
+        expected = torch.log_softmax(logits, -1).gather(-1, ids[0, len(answer.prompt_token_ids) :, None]).squeeze(-1)
+        assert len(answer.response_logprobs) == len(answer.response_token_ids) > 0
+        assert answer.response_logprobs == pytest.approx(expected.tolist(), abs=1e-4)
+
+
 def test_episodes_asking_from_their_threads_share_batches_and_get_their_own_answers(checkpoint):
     policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=12)
     prompts = prompt_ids(policy)
