@@ -287,6 +287,52 @@ def get_init_inputs():
     return [32, 24]
 """
 
+# a decoder step: nearest upsampling plus the skip connection, and bilinear upsampling beside it (both decompose into
+# indexing with two index tensors)
+UPSAMPLING_DECODER = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+
+    def forward(self, x, skip):
+        return torch.relu(self.up(x) + skip) + F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+def get_inputs():
+    return [torch.randn(4, 8, 16, 16), torch.randn(4, 8, 32, 32)]
+
+def get_init_inputs():
+    return []
+"""
+
+# int64 ids on two dims at once: next to each other (negative ids count from the end), and apart (torch then puts
+# the picked dims first)
+PICKED_BY_IDS = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, table, rows, cols, other, a, b):
+        return (table[:, rows, cols] * 2.0).t() + other[a, :, b]
+
+def get_inputs():
+    return [
+        torch.randn(8, 64, 32),
+        torch.randint(0, 64, (128,)),
+        torch.randint(-32, 32, (128,)),
+        torch.randn(96, 8, 16),
+        torch.randint(0, 96, (128,)),
+        torch.randint(0, 16, (128,)),
+    ]
+
+def get_init_inputs():
+    return []
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -308,6 +354,8 @@ CASES = [
     # batch norms in training mode (their running statistics updated in place), a residual, pools
     ("residual_conv_block", RESIDUAL_CONV_BLOCK, "conv"),
     ("deep_residual_mlp", DEEP_RESIDUAL_MLP, "gemm"),
+    ("upsampling_decoder", UPSAMPLING_DECODER, "loop"),
+    ("picked_by_ids", PICKED_BY_IDS, "loop"),
 ]
 
 

@@ -278,6 +278,8 @@ class Emitter:
         return self.value(scope, node.args[0], self.index(scope, " + ".join(terms) or "0"))
 
     def _gather(self, scope, node, index):
+        if node.attrs["mode"] == "multi":
+            return self._gather_multi(scope, node, index)
         x, ids = node.args
         dim = node.attrs["dim"]
         if node.attrs["mode"] == "index":
@@ -302,6 +304,32 @@ class Emitter:
                 else coord(index, node.shape, d)
             )
             terms.append(f"{c} * {strides[d]}LL")
+        return self.value(scope, x, self.index(scope, " + ".join(terms)))
+
+    def _gather_multi(self, scope, node, index):
+        """x[..., i1, ..., ik, ...] with several index tensors: they broadcast to one shape P, whose positions take the
+        indexed dims' place in the output (adjacent indexed dims), or lead it (dims apart), as in torch."""
+        x, ids = node.args[0], node.args[1:]
+        dims = node.attrs["dims"]
+        rank = max(len(i.shape) for i in ids)
+        first = dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+        picked = list(node.shape[first : first + rank])
+        strides = contiguous_strides(picked)
+        terms = [f"{coord(index, node.shape, first + k)} * {strides[k]}LL" for k in range(rank) if picked[k] != 1]
+        position = self.index(scope, " + ".join(terms) or "0")
+        rest = iter(d for d in range(len(node.shape)) if not first <= d < first + rank)
+        x_strides = contiguous_strides(x.shape)
+        terms = []
+        for d, size in enumerate(x.shape):
+            if d in dims:
+                ids_d = ids[dims.index(d)]
+                raw = self.value(scope, ids_d, self.index(scope, broadcast_index(position, ids_d.shape, picked)))
+                c = self.define(
+                    scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {size}LL : (int64_t)({raw}))"
+                )
+            else:
+                c = coord(index, node.shape, next(rest))
+            terms.append(f"{c} * {x_strides[d]}LL")
         return self.value(scope, x, self.index(scope, " + ".join(terms)))
 
     # -- loops -------------------------------------------------------------------------------------------------------

@@ -438,12 +438,15 @@ class Lowering:
         x = self.arg(args[0])
         indices = args[1]
         used = [i for i, a in enumerate(indices) if a is not None]
-        if len(used) != 1:
-            raise Unsupported(f"advanced indexing with {len(used)} index tensors ({node['name']})")
-        idx = self.arg(indices[used[0]])
-        if idx.dtype == "bool":
+        ids = [self.arg(indices[i]) for i in used]
+        if any(idx.dtype == "bool" for idx in ids):
             raise Unsupported(f"indexing with a boolean mask ({node['name']}: its size depends on the data)")
-        return self.add("gather", node["shape"], node["dtype"], [x, idx], dim=used[0], mode="index")
+        if len(ids) == 1:
+            return self.add("gather", node["shape"], node["dtype"], [x, ids[0]], dim=used[0], mode="index")
+        # several index tensors (upsampling's decomposition, x[:, rows, cols]): broadcast together, they pick one
+        # element per position of their common shape, which replaces the indexed dims (or leads, when those dims are
+        # not next to each other)
+        return self.add("gather", node["shape"], node["dtype"], [x, *ids], dims=used, mode="multi")
 
     def op_gather(self, node, args, kw, overload):
         x, dim, idx = self.arg(args[0]), args[1] % len(node["shape"]), self.arg(args[2])
