@@ -333,6 +333,60 @@ def get_init_inputs():
     return []
 """
 
+# Mixtral-style top-2 gating over dense experts (topk's values mask the gate's logits)
+MIXTURE_OF_EXPERTS = """
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, hidden=32, inter=16, experts=4, top_k=2):
+        super().__init__()
+        self.top_k = top_k
+        self.gate = nn.Linear(hidden, experts, bias=False)
+        self.w1 = nn.Parameter(torch.randn(experts, hidden, inter) / math.sqrt(hidden))
+        self.w3 = nn.Parameter(torch.randn(experts, hidden, inter) / math.sqrt(hidden))
+        self.w2 = nn.Parameter(torch.randn(experts, inter, hidden) / math.sqrt(inter))
+
+    def forward(self, x):
+        logits = self.gate(x)
+        top = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
+        weights = torch.softmax(logits.masked_fill(logits < top, float("-inf")), dim=-1)
+        h = F.silu(torch.einsum("...d,edf->...ef", x, self.w1)) * torch.einsum("...d,edf->...ef", x, self.w3)
+        return torch.einsum("...ef,efd,...e->...d", h, self.w2, weights)
+
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# the k nearest per row: topk's values and its int64 indices, smallest first
+NEAREST_BY_TOPK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, d):
+        values, ids = torch.topk(d, 3, dim=1, largest=False)
+        return values.sum(dim=1) + ids.float().mean(dim=1)
+
+
+def get_inputs():
+    return [torch.rand(128, 50)]
+
+
+def get_init_inputs():
+    return []
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -356,6 +410,8 @@ CASES = [
     ("deep_residual_mlp", DEEP_RESIDUAL_MLP, "gemm"),
     ("upsampling_decoder", UPSAMPLING_DECODER, "loop"),
     ("picked_by_ids", PICKED_BY_IDS, "loop"),
+    ("mixture_of_experts", MIXTURE_OF_EXPERTS, "gemm"),
+    ("nearest_by_topk", NEAREST_BY_TOPK, "loop"),
 ]
 
 

@@ -332,6 +332,40 @@ class Emitter:
             terms.append(f"{c} * {x_strides[d]}LL")
         return self.value(scope, x, self.index(scope, " + ".join(terms)))
 
+    def _topk(self, scope, node, index):
+        """Element j of a row of topk: j + 1 passes over the row, each taking the best element after the last one
+        taken in the order (value, then the lower index first): no storage, k passes of the row for k outputs."""
+        x = node.args[0]
+        dim = node.attrs["dim"]
+        n, strides = x.shape[dim], contiguous_strides(x.shape)
+        base_terms = [
+            f"{coord(index, node.shape, d)} * {strides[d]}LL"
+            for d in range(len(x.shape))
+            if d != dim and x.shape[d] > 1
+        ]
+        base = self.index(scope, " + ".join(base_terms) or "0")
+        j = self.index(scope, coord(index, node.shape, dim))
+        better = ">" if node.attrs["largest"] else "<"
+        worse = "<" if node.attrs["largest"] else ">"
+        pv, pi, bv, bi, t, r = (self.fresh(p) for p in ("pv", "pi", "bv", "bi", "t", "r"))
+        scope.lines.append(f"{x.ctype} {pv} = 0; int64_t {pi} = -1;")
+        inner = Scope(scope)
+        v = self.value(
+            inner, x, self.index(inner, f"{base} + {r} * {strides[dim]}LL" if strides[dim] != 1 else f"{base} + {r}")
+        )
+        inner.lines.append(
+            f"if (({pi} < 0 || {v} {worse} {pv} || ({v} == {pv} && {r} > {pi})) && "
+            f"({bi} < 0 || {v} {better} {bv} || ({v} == {bv} && {r} < {bi}))) {{ {bv} = {v}; {bi} = {r}; }}"
+        )
+        scope.lines.append(f"for (int64_t {t} = 0; {t} <= {j}; ++{t}) {{")
+        scope.lines.append(f"    {x.ctype} {bv} = 0; int64_t {bi} = -1;")
+        scope.lines.append(f"    for (int64_t {r} = 0; {r} < {n}LL; ++{r}) {{")
+        scope.lines += ["        " + line for line in inner.lines]
+        scope.lines.append("    }")
+        scope.lines.append(f"    {pv} = {bv}; {pi} = {bi};")
+        scope.lines.append("}")
+        return self.define(scope, node.ctype, pv if node.attrs["want"] == "values" else pi)
+
     # -- loops -------------------------------------------------------------------------------------------------------
     def accumulator(self, node):
         """(C type, initial value, update of acc by v, final expression) of a reduction."""

@@ -19,7 +19,7 @@ C_TYPES = {
 }
 FLOATS = ("float32", "float64")
 # Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times.
-MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn"}
+MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn", "topk"}
 # "folded": a parameter-only value the binding's fold operator computes once (rewrite.fold_parameters).
 LEAVES = {"input", "param", "buffer", "constant", "scalar", "folded"}
 

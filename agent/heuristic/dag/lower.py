@@ -448,6 +448,20 @@ class Lowering:
         # not next to each other)
         return self.add("gather", node["shape"], node["dtype"], [x, *ids], dims=used, mode="multi")
 
+    def op_topk(self, node, args, kw, overload):
+        x = self.arg(args[0])
+        k = args[1] if len(args) > 1 else kw["k"]
+        dim = (args[2] if len(args) > 2 else kw.get("dim", -1)) % max(len(x.shape), 1)
+        largest = args[3] if len(args) > 3 else kw.get("largest", True)
+        (shape, dtype), (ishape, _) = node["outs"]
+        if not x.shape:
+            raise Unsupported(f"topk of a number ({node['name']})")
+        # values and indices alike: the j-th element of the row in the order (value, then lower index first)
+        return tuple(
+            self.add("topk", out_shape, out_dtype, [x], dim=dim, k=int(k), largest=bool(largest), want=want)
+            for out_shape, out_dtype, want in ((shape, dtype, "values"), (ishape, "int64", "indices"))
+        )
+
     def op_gather(self, node, args, kw, overload):
         x, dim, idx = self.arg(args[0]), args[1] % len(node["shape"]), self.arg(args[2])
         return self.add("gather", node["shape"], node["dtype"], [x, idx], dim=dim, mode="gather")
