@@ -387,6 +387,29 @@ def get_init_inputs():
     return []
 """
 
+# nn.Bilinear (ATen's _trilinear: three broadcast factors summed) under the Bessel function I0
+BILINEAR_BESSEL = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bilinear = nn.Bilinear(24, 16, 8)
+
+    def forward(self, a, b):
+        return torch.i0(self.bilinear(a, b))
+
+
+def get_inputs():
+    return [torch.randn(64, 24), torch.randn(64, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -412,6 +435,7 @@ CASES = [
     ("picked_by_ids", PICKED_BY_IDS, "loop"),
     ("mixture_of_experts", MIXTURE_OF_EXPERTS, "gemm"),
     ("nearest_by_topk", NEAREST_BY_TOPK, "loop"),
+    ("bilinear_bessel", BILINEAR_BESSEL, "loop"),
 ]
 
 

@@ -58,6 +58,7 @@ UNARY_FLOAT = {
     "signbit",
     "frac",
     "acosh",
+    "i0",
     "relu6",
     "silu",
     "mish",
@@ -461,6 +462,21 @@ class Lowering:
             self.add("topk", out_shape, out_dtype, [x], dim=dim, k=int(k), largest=bool(largest), want=want)
             for out_shape, out_dtype, want in ((shape, dtype, "values"), (ishape, "int64", "indices"))
         )
+
+    def op__trilinear(self, node, args, kw, overload):
+        # nn.Bilinear's product: each input unsqueezed at its expand dims, the three multiplied, summed over sumdim
+        inputs = [self.arg(a) for a in args[:3]]
+        expands, sumdim = args[3:6], sorted(args[6])
+        views = []
+        for x, expand in zip(inputs, expands):
+            for d in sorted(expand):
+                x = self.view(x, ("unsqueeze", "default"), d)
+            views.append(x)
+        dtype = node["dtype"]
+        product = self.pointwise("mul", [self.pointwise("mul", views[:2], dtype), views[2]], dtype)
+        keep = [1 if d in sumdim else s for d, s in enumerate(product.shape)]
+        r = self.add("reduce", keep, dtype, [product], dims=sumdim, op="sum")
+        return self.view(r, ("view", "default"), node["shape"])
 
     def op_gather(self, node, args, kw, overload):
         x, dim, idx = self.arg(args[0]), args[1] % len(node["shape"]), self.arg(args[2])
