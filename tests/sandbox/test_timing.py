@@ -24,7 +24,9 @@ def _spin(ms):
 def test_a_busy_function_measures_what_it_takes():
     t = measure(_spin(2.0), [[torch.zeros(1)]], "cpu", CONFIG)
     assert t.mode == "cpu-clock" and t.calls_per_sample == 1
-    assert 1.9 <= t.median_ms <= 4.0, t
+    # never less than it takes; the fastest sample one call's time (a wall-clock spin descheduled on a loaded host
+    # takes longer, so the median may be above it)
+    assert 1.9 <= t.min_ms <= 3.0, t
     assert t.min_ms <= t.median_ms <= t.max_ms
     assert t.spread_pct >= 0.0
     assert CONFIG.min_samples <= t.samples <= CONFIG.max_samples
