@@ -14,9 +14,10 @@ what it finished (episodes under DIR/data/episodes/, checkpoints under DIR/run/c
 `--data-only` stops there: the data (DIR/data/{summary.json,tasks.jsonl,trajectories.jsonl}) can then travel to
 another machine, where the same command with it in place goes straight to training.
 
-`--throughput` runs the same actor episodes twice side by side, generation one sequence at a time (the old
-rollouts, rollouts.max_batch=1) and batched (all the step's episodes at once), and prints episodes per minute of
-each and their ratio. The actor is RUN's latest (an RFT or PPO checkpoint: its episodes call tools, so generation
+`--throughput` runs the same actor episodes side by side with generation one sequence at a time (the old
+rollouts, rollouts.max_batch=1), batched (all the step's episodes at once) and batched with a static KV cache
+(rollouts.decode=static: on CUDA the decode step is compiled into a CUDA graph), and prints episodes per minute
+of each and their ratios to the first (`--modes` picks and orders them). The actor is RUN's latest (an RFT or PPO checkpoint: its episodes call tools, so generation
 overlaps real builds) or, in a fresh folder, the config's model built from scratch (its replies are mostly
 malformed: the figure is then generation alone). On a machine without CUDA it uses the toy config's CPU tasks.
 Within one 10-minute command on the H100: `--throughput --episodes 16 --set episode.max_turns=2` (the old path
@@ -75,6 +76,11 @@ def main(argv=None):
     )
     parser.add_argument("--config", help="--throughput: the run config (default gpu.yaml, toy.yaml without CUDA)")
     parser.add_argument("--episodes", type=int, default=24, help="--throughput: episodes per measurement")
+    parser.add_argument(
+        "--modes",
+        default="one,batched,static",
+        help="--throughput: which generations to measure, in order (one, batched, static); ratios are to the first",
+    )
     args = parser.parse_args(argv)
     if args.throughput:
         return throughput(args)
@@ -237,13 +243,19 @@ def throughput(args):
     run = Run(config, quiet=True)
     actor = run.actor("ppo").to(run.accelerator.device)
     rows = []
-    for label, batch in (("one sequence at a time", 1), (f"batched (max_batch {args.episodes})", args.episodes)):
-        config.rollouts.max_batch = batch
+    modes = {
+        "one": ("one sequence at a time", 1, "dynamic"),
+        "batched": (f"batched (max_batch {args.episodes})", args.episodes, "dynamic"),
+        "static": (f"batched, static cache (max_batch {args.episodes})", args.episodes, "static"),
+    }
+    for mode in args.modes.split(","):
+        label, batch, decode = modes[mode]
+        config.rollouts.max_batch, config.rollouts.decode = batch, decode
         rollouts = run.rollouts()
         rollouts.sync(actor)
         chosen = run.train_tasks(args.episodes, 0)
         t0 = time.monotonic()
-        trajectories = rollouts.collect(chosen, "actor", out / "throughput" / f"max_batch-{batch}")
+        trajectories = rollouts.collect(chosen, "actor", out / "throughput" / f"{mode}-{batch}")
         wall = time.monotonic() - t0
         stats = rollouts.generation_stats
         turns = sum(len(t.turns) for t in trajectories)
@@ -261,8 +273,10 @@ def throughput(args):
             f"| {label} | {episodes} | {turns} | {tools} | {wall:.1f} | {episodes / wall * 60:.2f} | "
             f"{stats.get('new_tokens', 0) / wall:.0f} | {stats.get('batches', 0)} |"
         )
-    ratio = (rows[1][1] / rows[1][4]) / (rows[0][1] / rows[0][4])
-    print(f"\nbatched / one at a time: {ratio:.2f}x episodes per minute")
+    first = rows[0]
+    for label, episodes, _, _, wall, _ in rows[1:]:
+        ratio = (episodes / wall) / (first[1] / first[4])
+        print(f"{label} / {first[0]}: {ratio:.2f}x episodes per minute")
     print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")
     return 0
 

@@ -157,3 +157,42 @@ def test_the_dag_planner_writes_correct_kernels_for_user_modules(fast_protocol, 
     assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
     kernel = (tmp_path / "workspace" / "kernels" / "fused.cu").read_text()
     assert not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel), kernel[:2000]
+
+
+def _cpu_cases():
+    """The user-style modules of tests/agent/test_heuristic_dag.py (one source of truth), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "agent" / "test_heuristic_dag.py"
+    spec = importlib.util.spec_from_file_location("heuristic_dag_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: source for name, source, _family in module.CASES}
+
+
+# The operator families the teacher's synthesized tasks needed most (2026-11-28): indexing with several index
+# tensors (nearest and bilinear upsampling), topk values and int64 ids (Mixtral-style routing), nn.Bilinear, i0.
+DAG_FAMILIES = ("upsampling_decoder", "picked_by_ids", "mixture_of_experts", "nearest_by_topk", "bilinear_bessel")
+
+
+@pytest.mark.parametrize("name", DAG_FAMILIES)
+def test_the_dag_planners_gather_topk_and_trilinear_families_are_correct_on_cuda(
+    fast_protocol, record_verdict, tmp_path, name
+):
+    from agent.loop import Episode, EpisodeConfig
+    from agent.policies import make_policy
+    from sandbox import EvalConfig
+
+    problem = tmp_path / f"{name}.py"
+    problem.write_text(_cpu_cases()[name])
+    config = EpisodeConfig(device="cuda", max_turns=12, eval=EvalConfig(**fast_protocol))
+    traj = Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
+    verdict = traj.verdict
+    record_verdict(f"heuristic (DAG family): {name}", verdict)
+    print(
+        f"{name}: speedup vs eager {verdict.get('speedup_vs_eager')}, vs compile {verdict.get('speedup_vs_compiled')}"
+    )
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    assert verdict["status"] == "ok" and verdict["correct"] and verdict["reward"] >= 1, verdict.get("log", "")[-2000:]
+    assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()

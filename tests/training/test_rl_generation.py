@@ -54,13 +54,15 @@ def prompt_ids(policy):
     return [policy.tokenizer(text, add_special_tokens=False)["input_ids"] for text in PROMPTS]
 
 
-def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temperature_0(checkpoint):
+@pytest.mark.parametrize("decode", ["dynamic", "static"])
+def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temperature_0(checkpoint, decode):
+    # static: a preallocated cache (compiled on CUDA), 5 rows padded to 8 with rows that finish at once
     policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=16)
     prompts = prompt_ids(policy)
     assert len({len(p) for p in prompts}) > 2  # rows of several lengths: left padding is exercised
     alone = [policy.decode(ids, 16, 0.0) for ids in prompts]
     assert max(len(g.response_token_ids) for g in alone) > 4
-    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8)
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8, decode=decode)
     try:
         together = generator.generate_all([(ids, 16) for ids in prompts], 0.0)
     finally:
@@ -73,10 +75,11 @@ def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temp
         assert batched.response_logprobs == pytest.approx(one.response_logprobs, abs=1e-4)
 
 
-def test_sampled_answers_record_the_log_probs_of_the_raw_logits_step_by_step(checkpoint):
+@pytest.mark.parametrize("decode", ["dynamic", "static"])
+def test_sampled_answers_record_the_log_probs_of_the_raw_logits_step_by_step(checkpoint, decode):
     policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.7, max_new_tokens=12)
     prompts = prompt_ids(policy)
-    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8)
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8, decode=decode)
     try:
         torch.manual_seed(1)
         together = generator.generate_all([(ids, 12) for ids in prompts], 0.7)
@@ -128,3 +131,14 @@ def test_a_batch_respects_the_token_budget_and_the_row_limit(checkpoint):
         generator.close()
     assert [g.prompt_token_ids for g in out] == prompts
     assert generator.stats["batches"] == 3 and all(len(g.response_token_ids) <= 8 for g in out)
+
+
+def test_static_batches_pad_rows_to_a_power_of_two_and_caches_to_a_multiple_of_the_cache_step():
+    from training.rl.generation import CACHE_STEP, bucket_rows, cache_length
+
+    assert [bucket_rows(n, 24) for n in (1, 2, 3, 5, 9, 17, 24)] == [1, 2, 4, 8, 16, 24, 24]
+    assert bucket_rows(40, 32) == 40  # a batch over the row limit is never cut
+    assert cache_length(1) == cache_length(CACHE_STEP) == CACHE_STEP and cache_length(CACHE_STEP + 1) == 2 * CACHE_STEP
+    assert cache_length(300, limit=256) == 300 and cache_length(200, limit=256) == 256
+    with pytest.raises(ValueError, match="decode must be one of"):
+        BatchedGenerator(None, None, "cpu", decode="paged")

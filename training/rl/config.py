@@ -68,6 +68,8 @@ class RolloutsConfig:
     max_batch: int = 32  # inprocess: answers generated together at most (1: one sequence at a time)
     max_batch_tokens: int = 262144  # inprocess: a batch's rows x (prompt + answer) tokens at most
     batch_wait_s: float = 0.2  # inprocess: how long a batch waits for episodes still in a tool call
+    decode: str = "dynamic"  # inprocess: dynamic (a KV cache that grows) or static (preallocated; on CUDA the decode
+    #                          step is compiled into a CUDA graph: training/rl/generation.py)
     queue: str = "staff-gpu"  # rq: the queue GPU workers take staff jobs from (studio/queues.py)
     redis_url: str = ""  # rq: default REDIS_URL or redis://127.0.0.1:6379/0
     policy: str = "transformers"  # rq: how workers reach the policy: transformers (load the pushed checkpoint)
@@ -193,6 +195,7 @@ class RunConfig:
             (0 < self.ppo.gamma <= 1 and 0 <= self.ppo.lam <= 1, "ppo.gamma must be in (0, 1], ppo.lam in [0, 1]"),
             (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),
             (self.rollouts.max_batch >= 1, "rollouts.max_batch must be at least 1 (1: one sequence at a time)"),
+            (self.rollouts.decode in ("dynamic", "static"), "rollouts.decode must be dynamic or static"),
             (self.rollouts.format_penalty <= 0 and self.rollouts.turn_penalty <= 0, "penalties must be <= 0"),
         ]
         for ok, message in checks:

@@ -66,7 +66,9 @@ def train(run):
     metrics = Metrics(run.dir, "single_turn")
     e = run.config.episode
     r = run.config.rollouts
-    generator = BatchedGenerator(acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens)
+    generator = BatchedGenerator(
+        acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens, decode=r.decode
+    )
     policy = LivePolicy(
         generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens, max_context=e.context_tokens
     )
