@@ -370,6 +370,9 @@ def describe_verdict(v, profile=False):
         lines.append(
             f"correct on {passed} trials (max abs error {v.max_abs_error:.2e}, max rel error {v.max_rel_error:.2e})"
         )
+        judged = next((t for t in v.trials if t.get("judged_by")), None)
+        if judged:
+            lines.append(f"{judged['trial']} judged against {judged['judged_by']}")
         spread = v.timing.get("candidate", {}).get("spread_pct")
         lines.append(f"runtime {v.runtime_ms:.4f} ms" + (f" (spread {spread:.0f}%)" if spread is not None else ""))
         if v.eager_ms is not None and v.speedup_vs_eager is not None:

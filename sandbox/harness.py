@@ -485,7 +485,7 @@ def _one_trial(ref, cand, ref_jail, cand_jail, config, spec, verdict, kind, labe
         "max_rel_error": result["max_rel_error"],
         "sampled": result["sampled"],
     }
-    trial.update({k: result[k] for k in FP64_FIELDS if k in result})
+    trial.update({k: result[k] for k in FP64_FIELDS + ("judged_by",) if k in result})
     verdict.trials.append(trial)
     verdict.max_abs_error = max(verdict.max_abs_error or 0.0, result["max_abs_error"])
     verdict.max_rel_error = max(verdict.max_rel_error or 0.0, result["max_rel_error"])

@@ -61,7 +61,8 @@ def _plan(analysis):
     if captured.get("ok"):
         from agent.heuristic.dag import plan_graph
 
-        return plan_graph(captured)
+        batch = analysis.get("batch") or {}
+        return plan_graph(captured, batch.get("size") if batch.get("affine") else None)
     reason = captured.get("reason", "the problem could not be captured")
     raise Unsupported(f"{chain_error}; and no ATen graph for the DAG planner: {reason}" if chain_error else reason)
 

@@ -406,6 +406,40 @@ def get_init_inputs():
     return []
 """
 
+# ALiBi (BLOOM / MPT): a buffer of per-head slopes times a position grid, added to every row's scores; the bias is
+# parameter-only, but broadcast over the batch it has the caller's batch, so it cannot be computed once.
+ALIBI_ATTENTION = """
+import math
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, hidden // heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+        self.register_buffer("slopes", slopes.view(heads, 1, 1), persistent=False)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        pos = torch.arange(n, device=x.device)
+        bias = self.slopes * (pos[None, :] - pos[:, None]).clamp(max=0)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + bias
+        return torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, n, -1)
+
+
+def get_inputs():
+    return [torch.randn(4, 24, 64)]
+
+
+def get_init_inputs():
+    return [64, 2]
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -432,6 +466,7 @@ CASES = [
     ("mixture_of_experts", MIXTURE_OF_EXPERTS, "gemm"),
     ("nearest_by_topk", NEAREST_BY_TOPK, "loop"),
     ("bilinear_bessel", BILINEAR_BESSEL, "loop"),
+    ("alibi_attention", ALIBI_ATTENTION, "gemm"),
 ]
 
 
@@ -497,6 +532,16 @@ def test_attention_heads_too_wide_for_the_kernels_registers_become_gemms_around_
     plan = plan_of(tmp_path, WIDE_HEAD_ATTENTION)
     kinds = [k.kind for k in plan.kernels]
     assert "attention" not in kinds and kinds.count("gemm") == 4
+
+
+def test_a_parameter_only_value_broadcast_over_the_batch_is_computed_per_call_not_folded(tmp_path):
+    # the fold operator runs once, without the caller's batch: only the batch-free bias (heads x n x n) is folded
+    plan = plan_of(tmp_path, ALIBI_ATTENTION)
+    assert [leaf.shape for leaf, _ in plan.graph.folds] == [[2, 24, 24]]  # not the [4, 2, 24, 24] broadcast
+    binding = workspace_files(plan, "cpu", ALIBI_ATTENTION)["binding.cpp"]
+    fold = binding[binding.index(" fold(") :]
+    fold = fold[: fold.index("\n}\n")]
+    assert "new_empty" in fold and "ks_batch" not in fold, fold
 
 
 def test_int64_ids_reach_the_kernel_as_int64(tmp_path):

@@ -1,5 +1,6 @@
 """Precision in verdicts (issue 17): errors against a float64 reference beside the FP32 one, and precision-matched
-(TF32) baselines only where they mean something (CUDA; tests/gpu has the GEMM pair)."""
+(TF32) baselines only where they mean something (CUDA; tests/gpu has the GEMM pair); float64 settling a trial the
+FP32 reference itself gets wrong."""
 
 import textwrap
 
@@ -156,3 +157,43 @@ def test_the_float64_warm_up_never_reseeds_a_checks_draw_of_its_inputs(run_eval,
     v = run_eval(files.problem(SLOW_FLOAT64_COPY, "slow_float64_copy.py"), honest, timeout_s=180)
     assert v.status == "ok" and v.correct, (v.status, v.log[-1500:])
     assert v.max_abs_error_fp64 is not None and v.max_abs_error_fp64 < 1e-5, v.max_abs_error_fp64
+
+
+# x + 1e7 - 1e7 in float32 keeps x to the nearest whole number: the FP32 reference is off by up to 0.5, float64 is not.
+CANCELLING = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return (x + 1.0e7) - 1.0e7
+
+    def get_inputs():
+        return [torch.randn(64, 128)]
+
+    def get_init_inputs():
+        return []
+    """)
+
+EXACT = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return torch.from_numpy(x.numpy() + {offset})
+    """)
+
+
+def test_a_solution_the_fp32_reference_misjudges_is_settled_by_float64(run_eval, files):
+    problem = files.problem(CANCELLING, "cancelling.py")
+    exact = run_eval(problem, files.solution(EXACT.format(offset="0.0"), "exact.py"))
+    assert exact.status == "ok" and exact.correct, (exact.status, exact.log[-2000:])
+    assert exact.max_abs_error > 0.1  # what the FP32 reference alone would have failed
+    judged = [t for t in exact.trials if t.get("judged_by")]
+    assert judged and all(t["ok"] for t in judged) and "float64" in judged[0]["judged_by"]
+    assert judged[0]["max_abs_error_fp64"] < 1e-6 < 0.1 < judged[0]["reference_abs_error_fp64"]
+    # a solution off float64 as well stays incorrect: float64 rescues only what matches it
+    off = run_eval(problem, files.solution(EXACT.format(offset="0.05"), "off.py"))
+    assert off.status == "incorrect" and not off.correct
+    assert not any(t.get("judged_by") for t in off.trials)

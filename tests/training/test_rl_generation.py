@@ -55,18 +55,23 @@ def prompt_ids(policy):
 
 
 @pytest.mark.parametrize("decode", ["dynamic", "static"])
-def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temperature_0(checkpoint, decode):
-    # static: a preallocated cache (compiled on CUDA), 5 rows padded to 8 with rows that finish at once
+@pytest.mark.parametrize("attention", ["sdpa", "matmul"])
+def test_batched_generation_gives_the_tokens_of_one_at_a_time_generation_at_temperature_0(
+    checkpoint, decode, attention
+):
+    # static: a preallocated cache (compiled on CUDA), 5 rows padded to 8 with rows that finish at once;
+    # matmul: each new token's attention as two matrix products over the padded cache (decode_attention.py)
     policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=16)
     prompts = prompt_ids(policy)
     assert len({len(p) for p in prompts}) > 2  # rows of several lengths: left padding is exercised
     alone = [policy.decode(ids, 16, 0.0) for ids in prompts]
     assert max(len(g.response_token_ids) for g in alone) > 4
-    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8, decode=decode)
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", max_batch=8, decode=decode, attention=attention)
     try:
         together = generator.generate_all([(ids, 16) for ids in prompts], 0.0)
     finally:
         generator.close()
+    assert policy.lm.config._attn_implementation == "sdpa"  # the model's own again for training
     assert generator.stats["batches"] == 1 and generator.stats["rows"] == len(prompts)
     for one, batched in zip(alone, together):
         assert batched.response_token_ids == one.response_token_ids
@@ -142,3 +147,5 @@ def test_static_batches_pad_rows_to_a_power_of_two_and_caches_to_a_multiple_of_t
     assert cache_length(300, limit=256) == 300 and cache_length(200, limit=256) == 256
     with pytest.raises(ValueError, match="decode must be one of"):
         BatchedGenerator(None, None, "cpu", decode="paged")
+    with pytest.raises(ValueError, match="attention must be one of"):
+        BatchedGenerator(None, None, "cpu", attention="flash")

@@ -70,6 +70,8 @@ class RolloutsConfig:
     batch_wait_s: float = 0.2  # inprocess: how long a batch waits for episodes still in a tool call
     decode: str = "dynamic"  # inprocess: dynamic (a KV cache that grows) or static (preallocated; on CUDA the decode
     #                          step is compiled into a CUDA graph: training/rl/generation.py)
+    attention: str = "sdpa"  # inprocess: the actor's attention while it decodes: sdpa (the model's) or matmul (SDPA
+    #                          for prompts, matrix products per new token: training/rl/decode_attention.py)
     queue: str = "staff-gpu"  # rq: the queue GPU workers take staff jobs from (studio/queues.py)
     redis_url: str = ""  # rq: default REDIS_URL or redis://127.0.0.1:6379/0
     policy: str = "transformers"  # rq: how workers reach the policy: transformers (load the pushed checkpoint)
@@ -196,6 +198,7 @@ class RunConfig:
             (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),
             (self.rollouts.max_batch >= 1, "rollouts.max_batch must be at least 1 (1: one sequence at a time)"),
             (self.rollouts.decode in ("dynamic", "static"), "rollouts.decode must be dynamic or static"),
+            (self.rollouts.attention in ("sdpa", "matmul"), "rollouts.attention must be sdpa or matmul"),
             (self.rollouts.format_penalty <= 0 and self.rollouts.turn_penalty <= 0, "penalties must be <= 0"),
         ]
         for ok, message in checks:

@@ -78,6 +78,7 @@ class FinishedRows:
 
 CACHE_STEP = 2048  # a static cache's length is a multiple of this (its shape, and so the compiled graph, is reused)
 DECODES = ("dynamic", "static")
+ATTENTIONS = ("sdpa", "matmul")  # matmul: SDPA for prompts, matrix products per new token (decode_attention.py)
 
 
 def bucket_rows(rows, max_batch):
@@ -108,10 +109,23 @@ class GenerationError(RuntimeError):
 class BatchedGenerator:
     """Serves `generate(prompt_ids, max_new_tokens, temperature)` from many threads with batched `lm.generate`."""
 
-    def __init__(self, lm, tokenizer, device, max_batch=32, max_batch_tokens=262144, wait_s=0.2, decode="dynamic"):
+    def __init__(
+        self,
+        lm,
+        tokenizer,
+        device,
+        max_batch=32,
+        max_batch_tokens=262144,
+        wait_s=0.2,
+        decode="dynamic",
+        attention="sdpa",
+    ):
         if decode not in DECODES:
             raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
+        if attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, not {attention!r}")
         self.lm, self.tokenizer, self.device, self.decode = lm, tokenizer, device, decode
+        self.attention = attention
         self.max_batch, self.max_batch_tokens, self.wait_s = max(1, max_batch), max_batch_tokens, wait_s
         self.pending, self.live = [], 0
         self.cond = threading.Condition()
@@ -227,6 +241,11 @@ class BatchedGenerator:
         recorder = ChosenLogprobs(width)
         training = self.lm.training
         self.lm.eval()
+        previous = self.lm.config._attn_implementation
+        if self.attention == "matmul":
+            from training.rl.decode_attention import register
+
+            self.lm.set_attn_implementation(register())
         try:
             with torch.no_grad():
                 out = self.lm.generate(
@@ -242,6 +261,8 @@ class BatchedGenerator:
                 )
         finally:
             self.lm.train(training)
+            if self.lm.config._attn_implementation != previous:
+                self.lm.set_attn_implementation(previous)
         tokens = out.sequences[:, width:]
         # the log-probability of each generated token under the raw logits (as the one-at-a-time policy records)
         logprobs = recorder.finish(out.sequences)

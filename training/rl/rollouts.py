@@ -213,7 +213,14 @@ class Rollouts:
             r = self.config.rollouts
             if who == "actor":
                 self.generator = BatchedGenerator(
-                    self.actor, self.tokenizer, self.device, r.max_batch, r.max_batch_tokens, r.batch_wait_s, r.decode
+                    self.actor,
+                    self.tokenizer,
+                    self.device,
+                    r.max_batch,
+                    r.max_batch_tokens,
+                    r.batch_wait_s,
+                    r.decode,
+                    r.attention,
                 )
             try:
                 with ThreadPoolExecutor(r.workers) as pool:

@@ -67,7 +67,13 @@ def train(run):
     e = run.config.episode
     r = run.config.rollouts
     generator = BatchedGenerator(
-        acc.unwrap_model(actor), run.tokenizer, acc.device, r.max_batch, r.max_batch_tokens, decode=r.decode
+        acc.unwrap_model(actor),
+        run.tokenizer,
+        acc.device,
+        r.max_batch,
+        r.max_batch_tokens,
+        decode=r.decode,
+        attention=r.attention,
     )
     policy = LivePolicy(
         generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens, max_context=e.context_tokens

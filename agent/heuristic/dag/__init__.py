@@ -7,12 +7,13 @@ from agent.heuristic.dag.rewrite import fold_parameters, rewrite
 from agent.heuristic.dag.schedule import DagPlan, schedule
 
 
-def plan_graph(captured):
-    """The DagPlan of capture.py's JSON, or Unsupported naming the operator or construct that stops it."""
+def plan_graph(captured, batch_size=None):
+    """The DagPlan of capture.py's JSON, or Unsupported naming the operator or construct that stops it. BATCH_SIZE: the
+    problem's batch where its kernels take the batch at run time (a value of that size is never computed once)."""
     graph = lower(captured)
     graph.rewrites = rewrite(graph)
     fuse_attention(graph)
-    graph.rewrites += fold_parameters(graph, schedule)
+    graph.rewrites += fold_parameters(graph, schedule, batch_size)
     plan = schedule(graph)
     from agent.heuristic.dag.codegen import Writer
 

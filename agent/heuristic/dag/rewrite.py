@@ -274,11 +274,13 @@ def static_nodes(graph):
     return static
 
 
-def fold_parameters(graph, schedule):
+def fold_parameters(graph, schedule, batch_size=None):
     """GRAPH (in place) with each parameter-only value its SCHEDULE would write on every call (a kernel of its own,
     read by the rest of the graph) replaced by a leaf of kind "folded"; graph.folds lists (leaf, the node computing
     it), the nodes that compute them copied apart (named <name>_f) so that the per-call graph shares none of them.
-    Returns what was folded, one line each."""
+    A value with a dim of BATCH_SIZE (the run-time batch) stays per call: a parameter expanded to the batch (ALiBi's
+    bias over every row) has the caller's batch, which the fold operator, called once, does not know; a dim that is
+    the batch's size by chance only costs that value its folding. Returns what was folded, one line each."""
     static = static_nodes(graph)
     output = next(node for node, kind, _ in graph.outputs if kind == "user_output")
     stored = {
@@ -319,6 +321,7 @@ def fold_parameters(graph, schedule):
         and (by_name[name].kind != "view" or name in stored)
         and name not in outputs
         and exposed(by_name[name])
+        and not (batch_size and batch_size in by_name[name].shape)
     ]
     if not roots:
         return []
