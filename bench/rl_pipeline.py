@@ -166,7 +166,7 @@ def main(argv=None):
         print(
             f"| held-out after {label}: correct rate, mean reward, well-formed turns | {e['correct_rate']:.3f}, "
             f"{e.get('reward_mean', float('nan')):.2f}, {e.get('tool_call_rate', float('nan')):.2f} "
-            f"({e['episodes']} episodes) |"
+            f"({e['episodes']} episodes, temperature {e.get('temperature', 'of the episodes')}) |"
         )
     if value:
         evs = ", ".join(f"{r['explained_variance']:.3f}" for r in value if r.get("explained_variance") is not None)

@@ -440,6 +440,88 @@ def get_init_inputs():
     return [64, 2]
 """
 
+# A GRU's output rotated NeoX-style on its first half: export writes the chunk of that slice as as_strided over the GRU
+# output's own storage (row-major, batch first), which the lowering reads as a transpose of the time-major state.
+GRU_PARTIAL_ROTARY = """
+import torch
+import torch.nn as nn
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Model(nn.Module):
+    def __init__(self, features, hidden, length):
+        super().__init__()
+        self.gru = nn.GRU(features, hidden, batch_first=True)
+        self.rotary = hidden // 2
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, self.rotary, 2).float() / self.rotary))
+        freqs = torch.outer(torch.arange(length).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def forward(self, x):
+        x = self.gru(x)[0]
+        rot, rest = x[..., : self.rotary], x[..., self.rotary :]
+        return torch.cat((rot * self.cos + rotate_half(rot) * self.sin, rest), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 16)]
+
+
+def get_init_inputs():
+    return [16, 64, 8]
+"""
+
+# Circular padding: export writes it as an uninitialized tensor (aten.empty) filled by copies and slice_scatters.
+CIRCULAR_PADDING = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.CircularPad2d(1)
+
+    def forward(self, x, skip):
+        return self.pad(x) - skip
+
+
+def get_inputs():
+    return [torch.randn(4, 3, 12, 12), torch.randn(4, 3, 14, 14)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# Medians over a dim as users write them, NaN-aware and not: values and int64 indices, keepdim or not.
+MEDIANS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        x = torch.where(x > 1.5, torch.full_like(x, float("nan")), x)  # some rows hold NaN
+        m = torch.median(x, dim=1)
+        values, ids = torch.nanmedian(x, dim=1, keepdim=True)
+        return torch.cat([m.values, m.indices.float(), values.squeeze(1), ids.squeeze(1).float()], dim=1)
+
+
+def get_inputs():
+    return [torch.randn(8, 9, 10)]
+
+
+def get_init_inputs():
+    return []
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -467,6 +549,9 @@ CASES = [
     ("nearest_by_topk", NEAREST_BY_TOPK, "loop"),
     ("bilinear_bessel", BILINEAR_BESSEL, "loop"),
     ("alibi_attention", ALIBI_ATTENTION, "gemm"),
+    ("gru_partial_rotary", GRU_PARTIAL_ROTARY, "rnn"),
+    ("circular_padding", CIRCULAR_PADDING, "loop"),
+    ("medians", MEDIANS, "loop"),
 ]
 
 

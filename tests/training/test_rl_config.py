@@ -91,3 +91,24 @@ def test_sandbox_settings_on_another_device_than_the_episode_are_a_config_error(
         run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {device: cpu, eval: {device: cuda}}\n"))
     with pytest.raises(ConfigError, match="episode.eval: trials must be at least 1"):
         run_config.load(write(tmp_path, "tasks: {source: t.jsonl}\nepisode: {eval: {trials: 0}}\n"))
+
+
+def test_evaluations_sample_at_eval_temperature_and_rollouts_at_the_episodes(tmp_path):
+    from training.rl.rollouts import Rollouts
+
+    toy = run_config.override(
+        run_config.load("training/configs/toy.yaml"),
+        ["episode.temperature=0.9", "eval_temperature=0", "rollouts.decode=static", "rollouts.attention=matmul"],
+    )
+    assert toy.eval_temperature == 0.0 and toy.rollouts.decode == "static" and toy.rollouts.attention == "matmul"
+    toy.rollouts.backend = "rq"  # the workers' policy options: what an in-process LivePolicy is given alike
+    rollouts = Rollouts(toy, tmp_path, tokenizer=None)
+    name, options = rollouts._policy("actor")
+    assert name == "transformers" and options["temperature"] == 0.9
+    rollouts.temperature = toy.eval_temperature  # as Run.evaluate sets it
+    assert rollouts._policy("actor")[1]["temperature"] == 0.0
+    assert run_config.load("training/configs/toy.yaml").eval_temperature is None  # the episodes' by default
+    with pytest.raises(ConfigError, match="rollouts.decode must be dynamic or static"):
+        run_config.override(toy, ["rollouts.decode=paged"])
+    with pytest.raises(ConfigError, match="rollouts.attention must be sdpa or matmul"):
+        run_config.override(toy, ["rollouts.attention=flash"])

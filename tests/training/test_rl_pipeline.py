@@ -59,7 +59,9 @@ def records(run_dir):
 
 def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path, env):
     run_dir = tmp_path / "run"
-    first = train(run_dir, env, "--set", "ppo.steps=1", "--set", "eval_after=[rft,value,ppo]")
+    first = train(
+        run_dir, env, "--set", "ppo.steps=1", "--set", "eval_after=[rft,value,ppo]", "--set", "eval_temperature=0"
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     stages = [r["stage"] for r in records(run_dir)]
     assert stages == ["single_turn", "rft", "eval", "value", "value", "eval", "ppo", "eval"] or stages == [
@@ -97,6 +99,7 @@ def test_a_toy_run_goes_through_every_stage_and_a_resumed_run_continues(tmp_path
     episode = json.loads(next((run_dir / "episodes" / "ppo").rglob("trajectory.json")).read_text())
     assert episode["policy"] == "transformers" and episode["turns"][0]["response_logprobs"]
     assert "correct_rate" in next(r for r in records(run_dir) if r["stage"] == "eval")
+    assert all(r["temperature"] == 0.0 for r in records(run_dir) if r["stage"] == "eval")  # greedy evaluations
 
     second = train(run_dir, env, "--set", "ppo.steps=3", "--set", "ppo.eval_every=2")
     assert second.returncode == 0, second.stderr[-3000:]

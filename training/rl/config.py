@@ -161,6 +161,8 @@ class RunConfig:
     checkpoint_every: int = 1  # steps (epochs, for RFT and value pre-training)
     eval_episodes: int = 0  # held-out episodes after the stages of eval_after (0: no evaluation)
     eval_after: list = field(default_factory=lambda: ["rft", "ppo"])  # and every ppo.eval_every PPO steps
+    # the actor's sampling temperature in held-out evaluations (0: greedy); None: episode.temperature, as rollouts
+    eval_temperature: float | None = None
     model: ModelConfig = field(default_factory=ModelConfig)
     critic: ModelConfig | None = None  # default: a copy of the actor's base (a separate model)
     tasks: TasksConfig = field(default_factory=TasksConfig)

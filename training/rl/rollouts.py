@@ -124,6 +124,7 @@ class Rollouts:
         self.generation_stats = {}  # the last step's: batches, rows, generate_s, new_tokens
         self.server = None
         self.failures = 0
+        self.temperature = None  # the actor's sampling temperature when not episode.temperature (evaluations)
 
     # -- the policy ---------------------------------------------------------------------------------------------
     def sync(self, actor, accelerator=None):
@@ -163,12 +164,13 @@ class Rollouts:
     def _policy(self, who):
         """(name, options) for make_policy on a worker, or a Policy object for this process."""
         e = self.config.episode
+        temperature = e.temperature if self.temperature is None else self.temperature
         if who == "heuristic":
             return "heuristic", {"tune": self.config.rft.heuristic_tune}
         if self.config.rollouts.backend == "inprocess":
             return LivePolicy(
                 self.generator,
-                temperature=e.temperature,
+                temperature=temperature,
                 max_new_tokens=e.response_tokens,
                 max_context=e.context_tokens,
             )
@@ -177,13 +179,13 @@ class Rollouts:
             return "openai", {
                 "base_url": url,
                 "token_ids": True,
-                "temperature": e.temperature,
+                "temperature": temperature,
                 "max_tokens": e.response_tokens,
                 "model": "",
             }
         return "transformers", {
             "model": str(self.run_dir / "policy"),
-            "temperature": e.temperature,
+            "temperature": temperature,
             "max_new_tokens": e.response_tokens,
             "max_context": e.context_tokens,
         }

@@ -180,6 +180,7 @@ class Run:
         held = self.held_out or self.train_set
         chosen = [held[i % len(held)] for i in range(n)]
         rollouts = self.rollouts()
+        rollouts.temperature = self.config.eval_temperature
         rollouts.sync(actor, self.accelerator)
         step = len([r for r in _records(self.dir) if r["stage"] == "eval"])
         label = after if ppo_steps is None else f"{after}-{ppo_steps}"
@@ -193,6 +194,11 @@ class Run:
             {
                 "after": after,
                 "ppo_steps": ppo_steps,
+                "temperature": (
+                    self.config.episode.temperature
+                    if self.config.eval_temperature is None
+                    else self.config.eval_temperature
+                ),
                 **episode_stats(trajectories),
                 "rollout_failures": rollouts.failures,
             },

@@ -341,18 +341,26 @@ class Emitter:
             terms.append(f"{c} * {x_strides[d]}LL")
         return self.value(scope, x, self.index(scope, " + ".join(terms)))
 
-    def _topk(self, scope, node, index):
-        """Element j of a row of topk: j + 1 passes over the row, each taking the best element after the last one
-        taken in the order (value, then the lower index first): no storage, k passes of the row for k outputs."""
-        x = node.args[0]
-        dim = node.attrs["dim"]
-        n, strides = x.shape[dim], contiguous_strides(x.shape)
-        base_terms = [
+    def _row(self, scope, node, index):
+        """(row length, the operand's strides, the index of its row's first element) for NODE of the topk family at
+        INDEX: its operand's row along attrs["dim"], the other coordinates NODE's own."""
+        x, dim = node.args[0], node.attrs["dim"]
+        strides = contiguous_strides(x.shape)
+        terms = [
             f"{coord(index, node.shape, d)} * {strides[d]}LL"
             for d in range(len(x.shape))
             if d != dim and x.shape[d] > 1
         ]
-        base = self.index(scope, " + ".join(base_terms) or "0")
+        return x.shape[dim], strides, self.index(scope, " + ".join(terms) or "0")
+
+    def _topk(self, scope, node, index):
+        """Element j of a row of topk: j + 1 passes over the row, each taking the best element after the last one
+        taken in the order (value, then the lower index first): no storage, k passes of the row for k outputs."""
+        if node.attrs.get("select"):
+            return self._median(scope, node, index)
+        x = node.args[0]
+        dim = node.attrs["dim"]
+        n, strides, base = self._row(scope, node, index)
         j = self.index(scope, coord(index, node.shape, dim))
         better = ">" if node.attrs["largest"] else "<"
         worse = "<" if node.attrs["largest"] else ">"
@@ -374,6 +382,49 @@ class Emitter:
         scope.lines.append(f"    {pv} = {bv}; {pi} = {bi};")
         scope.lines.append("}")
         return self.define(scope, node.ctype, pv if node.attrs["want"] == "values" else pi)
+
+    def _median(self, scope, node, index):
+        """torch.median / nanmedian of a row (NODE keeps the reduced dim, size 1): the element of rank (n - 1) / 2 in
+        the order (value, then the lower index first), found by counting each candidate's smaller elements (n^2 reads
+        of the row, no storage). median: a row holding NaN gives NaN at its first NaN. nanmedian: NaNs are left out,
+        and an all-NaN row gives NaN at index (n - 1) / 2, as torch does."""
+        x = node.args[0]
+        dim, nan_skips = node.attrs["dim"], node.attrs["select"] == "nanmedian"
+        n, strides, base = self._row(scope, node, index)
+
+        def at(inner, r):
+            offset = f"{r} * {strides[dim]}LL" if strides[dim] != 1 else r
+            return self.value(inner, x, self.index(inner, f"{base} + {offset}"))
+
+        valid, first_nan, rv, ri, i, m, count = (
+            self.fresh(p) for p in ("valid", "first_nan", "rv", "ri", "i", "m", "count")
+        )
+        scope.lines.append(f"int64_t {valid} = 0, {first_nan} = -1;")
+        scan = Scope(scope)
+        v = at(scan, i)
+        scan.lines.append(f"if ({v} != {v}) {{ if ({first_nan} < 0) {first_nan} = {i}; }} else {{ ++{valid}; }}")
+        scope.lines.append(f"for (int64_t {i} = 0; {i} < {n}LL; ++{i}) {{")
+        scope.lines += ["    " + line for line in scan.lines]
+        scope.lines.append("}")
+        scope.lines.append(f"{x.ctype} {rv} = ({x.ctype})NAN; int64_t {ri} = {(n - 1) // 2}LL;")
+        nan_wins = "false" if nan_skips else f"{first_nan} >= 0"
+        scope.lines.append(f"if ({nan_wins}) {{ {ri} = {first_nan}; }} else if ({valid} > 0) {{")
+        outer = Scope(scope)
+        vi = at(outer, i)
+        inner = Scope(outer)
+        vm = at(inner, m)
+        inner.lines.append(f"if ({vm} == {vm} && ({vm} < {vi} || ({vm} == {vi} && {m} < {i}))) ++{count};")
+        scope.lines.append(f"    for (int64_t {i} = 0; {i} < {n}LL; ++{i}) {{")
+        scope.lines += ["        " + line for line in outer.lines]
+        scope.lines.append(f"        if ({vi} != {vi}) continue;")
+        scope.lines.append(f"        int64_t {count} = 0;")
+        scope.lines.append(f"        for (int64_t {m} = 0; {m} < {n}LL; ++{m}) {{")
+        scope.lines += ["            " + line for line in inner.lines]
+        scope.lines.append("        }")
+        scope.lines.append(f"        if ({count} == ({valid} - 1) / 2) {{ {rv} = {vi}; {ri} = {i}; break; }}")
+        scope.lines.append("    }")
+        scope.lines.append("}")
+        return self.define(scope, node.ctype, rv if node.attrs["want"] == "values" else ri)
 
     # -- loops -------------------------------------------------------------------------------------------------------
     def accumulator(self, node):

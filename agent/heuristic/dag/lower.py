@@ -139,7 +139,7 @@ VIEWS = {
     "flatten",
     "unflatten",
 }
-IDENTITIES = {"clone", "contiguous", "lift_fresh_copy", "detach", "_assert_tensor_metadata", "copy", "dropout_identity"}
+IDENTITIES = {"clone", "contiguous", "lift_fresh_copy", "detach", "_assert_tensor_metadata", "dropout_identity"}
 REDUCTIONS = {
     "sum": "sum",
     "mean": "mean",
@@ -217,8 +217,44 @@ class Lowering:
     def cast(self, x, dtype):
         return x if x.dtype == dtype else self.add("pointwise", x.shape, dtype, [x], op="cast")
 
+    def fresh(self, value):
+        """VALUE (an op's result, or a tuple of them) with each view node copied and marked "fresh": in eager PyTorch the
+        op returns a tensor of its own (an RNN's output, which the lowering reads as a transpose of its time-major
+        state), so its storage, to which as_strided's strides refer, is its own row-major layout, not the base's."""
+        if isinstance(value, tuple):
+            return tuple(self.fresh(v) for v in value)
+        if not isinstance(value, T) or value.kind != "view" or value.attrs.get("fresh"):
+            return value
+        a = value.attrs
+        return self.add(
+            "view",
+            value.shape,
+            value.dtype,
+            [a["base"]],
+            base=a["base"],
+            strides=a["strides"],
+            offset=a["offset"],
+            fresh=True,
+        )
+
+    def eager_map(self, x):
+        """(root, strides, offset): X as a strided map of the storage eager PyTorch gives it, ROOT's row-major layout:
+        a fresh view or a computed node."""
+        if x.kind != "view" or x.attrs.get("fresh"):
+            return x, contiguous_strides(x.shape), 0
+        if "eager" in x.attrs:
+            return x.attrs["eager"]
+        return x.attrs["base"], x.attrs["strides"], x.attrs["offset"]
+
     def view(self, x, op, *args):
         """A view op of x (torch's semantics on a meta tensor), composed with x's own map when x is a view."""
+        root, eager_strides, eager_offset = self.eager_map(x)
+        if op[0] == "as_strided" and root.kind == "view":
+            # as_strided's strides refer to eager's storage, which is not what the fresh root reads (a transpose of
+            # an RNN's state): the root is written out in its own row-major layout, and X read from that copy.
+            copy = self.add("pointwise", root.shape, root.dtype, [root], op="cast")
+            x = self.add("view", x.shape, x.dtype, [copy], base=copy, strides=eager_strides, offset=eager_offset)
+            root = copy
         base, strides, offset = (
             (x.attrs["base"], x.attrs["strides"], x.attrs["offset"])
             if x.kind == "view"
@@ -234,15 +270,31 @@ class Lowering:
             if op[0] in ("view", "_unsafe_view", "reshape"):
                 out = torch.empty(out.shape, device="meta")  # a reshape keeps the row-major order
         shape = list(out.shape)
+        eager = {}
+        if root.kind == "view" and root is not base:  # a view of a fresh root: its map of eager's storage too
+            source = torch.empty(root.numel, device="meta").as_strided(x.shape, eager_strides, eager_offset)
+            try:
+                mapped = fn(source, *args)
+                eager = {"eager": (root, list(mapped.stride()), int(mapped.storage_offset()))}
+            except RuntimeError:
+                eager = {}
         if (
-            math.prod(shape) == base.numel
+            not eager
+            and math.prod(shape) == base.numel
             and list(out.stride()) == contiguous_strides(shape)
             and out.storage_offset() == 0
             and shape == base.shape
         ):
             return base
         return self.add(
-            "view", shape, x.dtype, [base], base=base, strides=list(out.stride()), offset=int(out.storage_offset())
+            "view",
+            shape,
+            x.dtype,
+            [base],
+            base=base,
+            strides=list(out.stride()),
+            offset=int(out.storage_offset()),
+            **eager,
         )
 
     # -- the graph -------------------------------------------------------------------------------------------------
@@ -252,7 +304,11 @@ class Lowering:
                 self.values[node["name"]] = self.placeholder(node)
             elif node["op"] == "call_function":
                 try:
-                    self.values[node["name"]] = self.call(node)
+                    value = self.call(node)
+                    name = _split(node["target"])[0]
+                    if name not in VIEWS and name not in IDENTITIES and name != "getitem":
+                        value = self.fresh(value)
+                    self.values[node["name"]] = value
                 except Unsupported:
                     raise
                 except Exception as exc:  # noqa: BLE001 -- a malformed use of a known op, reported by name
@@ -404,6 +460,53 @@ class Lowering:
             "cat", node["shape"], node["dtype"], parts, dim=dim % rank, sizes=[p.shape[dim % rank] for p in parts]
         )
 
+    def op_empty(self, node, args, kw, overload):
+        # Uninitialized memory: what a program may read of it is undefined; decompositions (circular padding)
+        # overwrite every element before reading.
+        return self.scalar_broadcast(0, node["shape"], node["dtype"])
+
+    op_empty_like = op_new_empty = op_empty_strided = op_empty
+
+    def op_copy(self, node, args, kw, overload):
+        """aten.copy(dst, src): SRC's values, broadcast to DST's shape, in DST's dtype (the functional copy_)."""
+        dst, src = self.arg(args[0]), self.arg(args[1])
+        if list(src.shape) != list(dst.shape):
+            src = self.view(src, ("expand", "default"), list(dst.shape))
+        return self.cast(src, dst.dtype)
+
+    def scatter_along(self, node, x, part, dim, start, end):
+        """X with [start, end) of dim DIM replaced by PART: a cat of what is kept and PART."""
+        dim %= len(x.shape)
+        start, end = max(0, min(start, x.shape[dim])), max(0, min(end, x.shape[dim]))
+        parts = [
+            self.view(x, ("slice", "Tensor"), dim, 0, start) if start > 0 else None,
+            self.cast(part, node["dtype"]),
+            self.view(x, ("slice", "Tensor"), dim, end, x.shape[dim]) if end < x.shape[dim] else None,
+        ]
+        parts = [self.cast(p, node["dtype"]) for p in parts if p is not None and p.numel > 0]
+        if len(parts) == 1:
+            return parts[0]
+        return self.add("cat", node["shape"], node["dtype"], parts, dim=dim, sizes=[p.shape[dim] for p in parts])
+
+    def op_slice_scatter(self, node, args, kw, overload):
+        x, src = self.arg(args[0]), self.arg(args[1])
+        dim, start, end, step = (list(args[2:]) + [None] * 4)[:4]
+        dim = kw.get("dim", 0) if dim is None else dim
+        start = kw.get("start", 0) if start is None else start
+        end = kw.get("end", x.shape[dim]) if end is None else end
+        step = kw.get("step", 1) if step is None else step
+        if step != 1:
+            raise Unsupported(f"aten.slice_scatter with a step of {step} ({node['name']})")
+        start += x.shape[dim] if start < 0 else 0
+        end = x.shape[dim] if end is None or end > x.shape[dim] else end + (x.shape[dim] if end < 0 else 0)
+        return self.scatter_along(node, x, src, dim, start, end)
+
+    def op_select_scatter(self, node, args, kw, overload):
+        x, src = self.arg(args[0]), self.arg(args[1])
+        dim, index = args[2] % len(x.shape), args[3] % x.shape[args[2]]
+        part = self.view(src, ("unsqueeze", "default"), dim)
+        return self.scatter_along(node, x, part, dim, index, index + 1)
+
     def op_stack(self, node, args, kw, overload):
         dim = args[1] if len(args) > 1 else kw.get("dim", 0)
         dim %= len(node["shape"])
@@ -462,6 +565,28 @@ class Lowering:
             self.add("topk", out_shape, out_dtype, [x], dim=dim, k=int(k), largest=bool(largest), want=want)
             for out_shape, out_dtype, want in ((shape, dtype, "values"), (ishape, "int64", "indices"))
         )
+
+    def op_median(self, node, args, kw, overload, select="median"):
+        """torch.median / nanmedian: over a dim, values and int64 indices (a rank selection of the topk family, its
+        node keeping the reduced dim); of the whole tensor, the value alone."""
+        x = self.arg(args[0])
+        if not x.shape:
+            raise Unsupported(f"{select} of a number ({node['name']})")
+        if overload == "default":
+            flat = self.view(x, ("reshape", "default"), [x.numel]) if len(x.shape) != 1 else x
+            out = self.add("topk", [1], x.dtype, [flat], dim=0, k=1, largest=False, want="values", select=select)
+            return self.view(out, ("reshape", "default"), list(node["shape"]))
+        dim = (args[1] if len(args) > 1 else kw.get("dim", 0)) % len(x.shape)
+        keepdim = args[2] if len(args) > 2 else kw.get("keepdim", False)
+        kept = [1 if d == dim else size for d, size in enumerate(x.shape)]
+        outs = tuple(
+            self.add("topk", kept, dtype, [x], dim=dim, k=1, largest=False, want=want, select=select)
+            for dtype, want in ((x.dtype, "values"), ("int64", "indices"))
+        )
+        return outs if keepdim else tuple(self.view(o, ("squeeze", "dim"), dim) for o in outs)
+
+    def op_nanmedian(self, node, args, kw, overload):
+        return self.op_median(node, args, kw, overload, select="nanmedian")
 
     def op__trilinear(self, node, args, kw, overload):
         # nn.Bilinear's product: each input unsqueezed at its expand dims, the three multiplied, summed over sumdim
