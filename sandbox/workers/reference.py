@@ -186,9 +186,10 @@ def serve(channel):
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
         got = load_tensors(msg["path"])
         result = compare(expected, got, config.atol, config.rtol).to_json()
-        if not result["ok"] and config.precision_check:
+        if not result["ok"] and config.precision_check and 0 < result["mismatched"] <= SETTLED * result["compared"]:
             # The FP32 reference can be the one that is off (cuDNN's RNNs and convolutions take TF32 by default, a
-            # division by a near-zero input magnifies its rounding): float64 settles it.
+            # division by a near-zero input magnifies its rounding): float64 settles it. Only a few values apart:
+            # that is rounding; an output mostly off is a wrong kernel, and is not run again in float64.
             if precise is None:
                 precise = Float64Reference(model, module, device, start["validation_seed"])
             result.update(
@@ -208,6 +209,9 @@ def serve(channel):
         reference = expected = got = None
         release_memory(device)
         channel.send("checked", **result)
+
+
+SETTLED = 0.01  # the largest share of values outside tolerance that float64 is asked to settle
 
 
 class Float64Reference:

@@ -159,14 +159,15 @@ def test_the_float64_warm_up_never_reseeds_a_checks_draw_of_its_inputs(run_eval,
     assert v.max_abs_error_fp64 is not None and v.max_abs_error_fp64 < 1e-5, v.max_abs_error_fp64
 
 
-# x + 1e7 - 1e7 in float32 keeps x to the nearest whole number: the FP32 reference is off by up to 0.5, float64 is not.
+# x + 1e7 - 1e7 in float32 keeps x to the nearest whole number: where |x| > 3 (0.3% of the values) the FP32 reference
+# is off by up to 0.5, float64 is not. A few values apart is what float64 is asked to settle (most apart: a wrong kernel).
 CANCELLING = textwrap.dedent("""
     import torch
     import torch.nn as nn
 
     class Model(nn.Module):
         def forward(self, x):
-            return (x + 1.0e7) - 1.0e7
+            return torch.where(x.abs() > 3.0, (x + 1.0e7) - 1.0e7, x)
 
     def get_inputs():
         return [torch.randn(64, 128)]
@@ -193,7 +194,12 @@ def test_a_solution_the_fp32_reference_misjudges_is_settled_by_float64(run_eval,
     judged = [t for t in exact.trials if t.get("judged_by")]
     assert judged and all(t["ok"] for t in judged) and "float64" in judged[0]["judged_by"]
     assert judged[0]["max_abs_error_fp64"] < 1e-6 < 0.1 < judged[0]["reference_abs_error_fp64"]
-    # a solution off float64 as well stays incorrect: float64 rescues only what matches it
+    # a solution off float64 as well stays incorrect: float64 rescues only what matches it (here off everywhere, so it
+    # is not even asked); one off at a few values only is asked, and still fails
     off = run_eval(problem, files.solution(EXACT.format(offset="0.05"), "off.py"))
     assert off.status == "incorrect" and not off.correct
     assert not any(t.get("judged_by") for t in off.trials)
+    few = run_eval(
+        problem, files.solution(EXACT.format(offset="((abs(x.numpy()) > 3.0) * 0.3).astype('float32')"), "few.py")
+    )
+    assert few.status == "incorrect" and not any(t.get("judged_by") for t in few.trials)
