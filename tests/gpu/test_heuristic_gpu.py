@@ -138,23 +138,30 @@ def get_init_inputs():
 }
 
 
-@pytest.mark.parametrize("name", list(USER_MODULES))
-def test_the_dag_planner_writes_correct_kernels_for_user_modules(fast_protocol, record_verdict, tmp_path, name):
+def run_on_cuda(source, name, label, fast_protocol, record_verdict, tmp_path):
+    """The heuristic's episode on SOURCE (written as tmp_path/NAME.py) on CUDA: its verdict, recorded under LABEL,
+    after the checks every DAG case shares (submitted, correct, the speedups printed)."""
     from agent.loop import Episode, EpisodeConfig
     from agent.policies import make_policy
     from sandbox import EvalConfig
 
     problem = tmp_path / f"{name}.py"
-    problem.write_text(USER_MODULES[name])
+    problem.write_text(source)
     config = EpisodeConfig(device="cuda", max_turns=12, eval=EvalConfig(**fast_protocol))
     traj = Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
     verdict = traj.verdict
-    record_verdict(f"heuristic (DAG): {name}", verdict)
+    record_verdict(f"{label}: {name}", verdict)
     print(
         f"{name}: speedup vs eager {verdict.get('speedup_vs_eager')}, vs compile {verdict.get('speedup_vs_compiled')}"
     )
     assert traj.stop_reason == "submitted", traj.stop_reason
     assert verdict["status"] == "ok" and verdict["correct"], verdict.get("log", "")[-2000:]
+    return verdict
+
+
+@pytest.mark.parametrize("name", list(USER_MODULES))
+def test_the_dag_planner_writes_correct_kernels_for_user_modules(fast_protocol, record_verdict, tmp_path, name):
+    run_on_cuda(USER_MODULES[name], name, "heuristic (DAG)", fast_protocol, record_verdict, tmp_path)
     kernel = (tmp_path / "workspace" / "kernels" / "fused.cu").read_text()
     assert not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel), kernel[:2000]
 
@@ -180,19 +187,6 @@ DAG_FAMILIES = ("upsampling_decoder", "picked_by_ids", "mixture_of_experts", "ne
 def test_the_dag_planners_gather_topk_and_trilinear_families_are_correct_on_cuda(
     fast_protocol, record_verdict, tmp_path, name
 ):
-    from agent.loop import Episode, EpisodeConfig
-    from agent.policies import make_policy
-    from sandbox import EvalConfig
-
-    problem = tmp_path / f"{name}.py"
-    problem.write_text(_cpu_cases()[name])
-    config = EpisodeConfig(device="cuda", max_turns=12, eval=EvalConfig(**fast_protocol))
-    traj = Episode(problem, make_policy("heuristic"), tmp_path / "workspace", config).run()
-    verdict = traj.verdict
-    record_verdict(f"heuristic (DAG family): {name}", verdict)
-    print(
-        f"{name}: speedup vs eager {verdict.get('speedup_vs_eager')}, vs compile {verdict.get('speedup_vs_compiled')}"
-    )
-    assert traj.stop_reason == "submitted", traj.stop_reason
-    assert verdict["status"] == "ok" and verdict["correct"] and verdict["reward"] >= 1, verdict.get("log", "")[-2000:]
+    verdict = run_on_cuda(_cpu_cases()[name], name, "heuristic (DAG family)", fast_protocol, record_verdict, tmp_path)
+    assert verdict["reward"] >= 1
     assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()
