@@ -42,8 +42,15 @@ test: setup lint
 	$(PY) -m pytest tests --ignore=tests/gpu -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 # For a GPU machine: no virtual environment, the python that holds CUDA PyTorch.
+# tests/gpu in GPU_WORKERS pytest-xdist workers where xdist is importable (carry its wheels to a lent machine),
+# serially otherwise; then, alone, the tests that compare timings (gpu_quiet) and those that inject GPU faults.
+# Exit 5 (none selected) is no failure.
+GPU_WORKERS ?= 8
+GPU_PYTEST = $(GPU_PYTHON) -m pytest tests/gpu -p no:cacheprovider -p no:django
+
 test-gpu:
-	$(GPU_PYTHON) -m pytest tests/gpu -p no:cacheprovider -p no:django
+	$(GPU_PYTEST) -m "not (gpu_fault or gpu_quiet)" $$($(GPU_PYTHON) -c "import xdist" 2>/dev/null && echo "-n $(GPU_WORKERS) --dist load") || test $$? -eq 5
+	$(GPU_PYTEST) -m "gpu_fault or gpu_quiet" || test $$? -eq 5
 
 bench: setup
 	$(PY) -m bench

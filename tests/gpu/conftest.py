@@ -5,8 +5,11 @@ KernelBench's problems are read from tests/gpu/data/problems.jsonl (copied there
 the repository travels), else from ../shared/kernelbench/problems.jsonl beside the repository.
 """
 
+import fcntl
 import json
 import os
+import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -35,6 +38,10 @@ FAST = dict(
 # Validations run two at a time: model construction and process start-up run on the CPU, and two problems of
 # 6 GB inputs (four such tensors each while validating) fit in GPU memory together.
 VALIDATION_WORKERS = 2
+# Under pytest-xdist (`make test-gpu` where it is installed), at most this many evaluations of KernelBench's level-1
+# shapes (gigabytes of inputs, copied for every trial) hold the GPU at once: eight at once ran out of 139 GiB.
+GPU_MEMORY_SLOTS = int(os.environ.get("KS_GPU_MEMORY_SLOTS", "3"))
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 _verdicts = []
 
@@ -50,6 +57,9 @@ def _cuda_available():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu_fault: injects a GPU fault or hang; runs after every other GPU test")
+    config.addinivalue_line(
+        "markers", "gpu_quiet: compares timings, so `make test-gpu` runs it alone, never beside other evaluations"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -142,12 +152,65 @@ def kernelbench(tmp_path_factory):
     return KernelBench(tmp_path_factory.mktemp("kernelbench"))
 
 
+def _memory_heavy(item):
+    """Whether a test evaluates one of KernelBench's level-1 shapes or a case of gigabytes."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("case")
+    return params.get("level") == 1 or bool(case is not None and case.big)
+
+
+@pytest.fixture(autouse=True)
+def gpu_memory_slot(request):
+    """Under xdist, a memory-heavy test waits for one of GPU_MEMORY_SLOTS slots (a file lock shared by workers)."""
+    if not XDIST_WORKER or not _memory_heavy(request.node):
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / f"ks-gpu-memory-slots-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    while True:
+        for slot in range(GPU_MEMORY_SLOTS):
+            handle = open(folder / f"slot{slot}", "w")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
+            return
+        time.sleep(0.5)
+
+
+class _ValidatedOnDemand(dict):
+    """validated_specs under xdist: a worker validates only the cases its tests ask for, one at a time."""
+
+    def __init__(self, paths):
+        super().__init__()
+        self.paths = paths
+
+    def __missing__(self, key):
+        from sandbox.validate import validate_problem
+
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            try:
+                self[key] = ("ok", pool.submit(validate_problem, str(self.paths[key]), "cuda").result())
+            except Exception as exc:  # noqa: BLE001 -- the test reports the reason
+                self[key] = ("invalid", f"{type(exc).__name__}: {exc}")
+        return self[key]
+
+
 @pytest.fixture(scope="session")
 def validated_specs(kernelbench):
-    """{case key: ("ok", spec) or ("invalid", reason)} for every case, validated on the GPU in parallel."""
+    """{case key: ("ok", spec) or ("invalid", reason)} for every case, validated on the GPU in parallel (on demand
+    under xdist, where each worker runs a share of the cases)."""
     from sandbox.validate import validate_problem
 
     paths = {case.key: kernelbench.problem(case.level, case.name) for case in CASES}
+    if XDIST_WORKER:
+        return _ValidatedOnDemand(paths)
     # Big problems first, so that they never end up waiting behind each other at the end.
     order = sorted(CASES, key=lambda case: not case.big)
     results = {}
@@ -213,7 +276,9 @@ def pytest_terminal_summary(terminalreporter):
         ]
         terminalreporter.write_line(" ".join(cells))
     report = Path(os.environ.get("KS_GPU_REPORT", ""))
-    if report.name:  # a JSON list of verdicts, extended by every session that names it
-        earlier = json.loads(report.read_text()) if report.is_file() else []
-        rows = earlier + [{"evaluation": label, **v.to_json()} for label, v in _verdicts]
-        report.write_text(json.dumps(rows, indent=1))
+    if report.name:  # a JSON list of verdicts, extended by every session (and xdist worker) that names it
+        with open(report.with_name(report.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            earlier = json.loads(report.read_text()) if report.is_file() else []
+            rows = earlier + [{"evaluation": label, **v.to_json()} for label, v in _verdicts]
+            report.write_text(json.dumps(rows, indent=1))

@@ -43,6 +43,7 @@ def scale_variant(tmp_path_factory):
     return make
 
 
+@pytest.mark.gpu_quiet
 def test_work_on_a_side_stream_is_timed_or_refused(scale_variant, run_eval):
     # Events (the protocol of problems above the launch bound): the device-wide synchronize counts the side stream.
     honest = run_eval(
@@ -116,6 +117,7 @@ def test_at_matmul_in_a_classic_binding_is_a_violation(run_eval):
     assert any("aten::" in v for v in verdict.violations), verdict.violations
 
 
+@pytest.mark.gpu_quiet
 def test_graph_timing_is_steadier_than_events_for_a_tiny_kernel(scale_variant, run_eval):
     workspace = scale_variant("honest")
     events = run_eval(TINY_SCALE_SHIFT, workspace, label="tiny scale, events", timing="events", time_budget_s=0.5)

@@ -170,6 +170,7 @@ def test_a_replayed_forward_is_correct_fresh_and_captures_inside_another_graph(t
                 torch.testing.assert_close(new(x), ref(x), atol=1e-2, rtol=1e-2)
 
 
+@pytest.mark.gpu_quiet
 @pytest.mark.parametrize("name", list(NETWORKS))
 def test_speedup_with_and_without_replay(run_eval, tmp_path, name):
     from agent.heuristic.analyze import analyze
