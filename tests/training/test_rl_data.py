@@ -149,3 +149,49 @@ def test_finishing_a_build_keeps_the_tasks_whose_episode_is_done_and_runs_nothin
     assert [r["split"] for r in built] == ["train", "train", "unreached", "train"]
     kept = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert [Path(t["problem"]).stem for t in kept] == ["op_0", "op_1", "op_3"]
+
+
+class TimedEpisodes:
+    """Stands in for Rollouts.episode: each task's episode takes the seconds its name says, and is logged."""
+
+    def __init__(self):
+        self.started, self.ended = {}, {}
+
+    def episode(self, task, who, out):
+        import time
+
+        self.started[task.name] = time.monotonic()
+        time.sleep(float(task.name.split("_")[1]))
+        self.ended[task.name] = time.monotonic()
+        return f"{task.name}: failed on purpose" if task.name.startswith("fails") else teacher(task.name, 1.0)
+
+
+def test_the_teachers_episodes_stay_in_flight_and_none_starts_once_the_time_is_up(tmp_path):
+    from training.rl.tasks import Task
+
+    names = ["slow_1.2", "quick_0.1", "quick_0.1", "fails_0.1", "quick_0.1", "late_0.1"]
+    jobs = [(Task(f"{name}", f"{name}.py"), tmp_path / f"{i}") for i, name in enumerate(names)]
+    episodes, said = TimedEpisodes(), []
+    import time
+
+    progress = data.Progress(0, len(jobs), time.monotonic(), 0.9, said.append)
+    failures = data._run_streaming(episodes, jobs[:5], 2, progress)
+    # Two at a time: the quick ones run one after another beside the slow one, which holds back none of them.
+    assert episodes.ended["quick_0.1"] < episodes.ended["slow_1.2"]
+    assert failures == ["fails_0.1: failed on purpose"]
+    assert progress.done == 5 and said[-1].startswith("episodes: 5 / 6")
+    # The time is up (0.9 s): what is left does not start, and says so.
+    failures = data._run_streaming(episodes, jobs[5:], 2, progress)
+    assert "late_0.1" not in episodes.started and failures == []
+    assert said[-1].startswith("stopped after") and "1 episodes left" in said[-1]
+
+
+def test_the_teacher_runs_half_the_cores_at_once_unless_told(tmp_path):
+    from training.rl import config as run_config
+
+    config = run_config.load(ROOT / "training/configs/toy.yaml")
+    assert data.teacher_workers(config) == max(1, (os.cpu_count() or 2) // 2)
+    told = run_config.override(config, ["rft.teacher_workers=3"])
+    assert data.teacher_workers(told) == 3
+    with pytest.raises(run_config.ConfigError, match="teacher_workers"):
+        run_config.override(config, ["rft.teacher_workers=-1"])

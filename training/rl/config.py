@@ -111,6 +111,10 @@ class RFTConfig:
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
     heuristic_tune: bool = True  # the heuristic measures other block sizes on CUDA (False: one verification, a
     #                              shorter episode the actor can copy within fewer turns, at a third of the GPU time)
+    # The teacher's episodes at once while `python -m training data` builds the data (inprocess backend), kept in
+    # flight as each one finishes. 0: half the host's cores. Each holds a jailed analysis, a build and two sandbox
+    # workers, and all of them take turns on the device's timing lock: more than the cores left them waiting there.
+    teacher_workers: int = 0
 
 
 @dataclass
@@ -198,6 +202,7 @@ class RunConfig:
             (0 <= self.tasks.held_out < 1, "tasks.held_out must be in [0, 1)"),
             (0 < self.ppo.gamma <= 1 and 0 <= self.ppo.lam <= 1, "ppo.gamma must be in (0, 1], ppo.lam in [0, 1]"),
             (self.rollouts.workers >= 1, "rollouts.workers must be at least 1"),
+            (self.rft.teacher_workers >= 0, "rft.teacher_workers must be at least 0 (0: half the cores)"),
             (self.rollouts.max_batch >= 1, "rollouts.max_batch must be at least 1 (1: one sequence at a time)"),
             (self.rollouts.decode in ("dynamic", "static"), "rollouts.decode must be dynamic or static"),
             (self.rollouts.attention in ("sdpa", "matmul"), "rollouts.attention must be sdpa or matmul"),

@@ -22,10 +22,12 @@ on its side as the dataset grows.
 import hashlib
 import json
 import logging
+import os
 import re
 import sys
 import time
 from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -148,20 +150,12 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     rollouts = Rollouts(config, out, tokenizer=None)
     start = time.monotonic()
     todo = [] if finish else [t for t in tasks if stored(out, t) is None]
-    chunk = max(1, config.rollouts.workers) * (4 if config.rollouts.backend == "rq" else 1)
-    failures = []
-    for i in range(0, len(todo), chunk):
-        if stop_after is not None and time.monotonic() - start > stop_after:
-            say(f"stopped after {time.monotonic() - start:.0f} s: {len(todo) - i} episodes left; run again to go on")
-            break
-        part = todo[i : i + chunk]
-        results = rollouts.run(
-            [Task(t.name, str(problems / f"{t.name}.py")) for t in part],
-            "heuristic",
-            [episode_folder(out, t) for t in part],
-        )
-        failures += [r for r in results if isinstance(r, str)]
-        say(f"episodes: {len(tasks) - len(todo) + i + len(part)} / {len(tasks)}")
+    jobs = [(Task(t.name, str(problems / f"{t.name}.py")), episode_folder(out, t)) for t in todo]
+    progress = Progress(len(tasks) - len(todo), len(tasks), start, stop_after, say)
+    if config.rollouts.backend == "rq":
+        failures = _run_in_chunks(rollouts, jobs, max(1, config.rollouts.workers) * 4, progress)
+    else:
+        failures = _run_streaming(rollouts, jobs, teacher_workers(config), progress)
     trajectories = {t.name: stored(out, t) for t in tasks}
     not_run = 0
     if finish:
@@ -188,6 +182,62 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+class Progress:
+    """The build's episodes: how many are done, whether STOP_AFTER seconds from START have passed, lines for SAY."""
+
+    def __init__(self, done, total, start, stop_after, say):
+        self.done, self.total, self.start, self.stop_after, self.say = done, total, start, stop_after, say
+
+    def out_of_time(self):
+        return self.stop_after is not None and time.monotonic() - self.start > self.stop_after
+
+    def finished(self, count):
+        self.done += count
+        elapsed = time.monotonic() - self.start
+        self.say(f"episodes: {self.done} / {self.total} ({elapsed:.0f} s)")
+
+    def stopped(self, left):
+        self.say(f"stopped after {time.monotonic() - self.start:.0f} s: {left} episodes left; run again to go on")
+
+
+def teacher_workers(config):
+    """The teacher's episodes at once: rft.teacher_workers, or half the host's cores when it is 0."""
+    return config.rft.teacher_workers or max(1, (os.cpu_count() or 2) // 2)
+
+
+def _run_streaming(rollouts, jobs, workers, progress):
+    """JOBS ((task, folder) pairs) as the teacher's episodes, WORKERS at once, a new one started as each finishes
+    (none after the progress's time is up): no episode waits for the slowest of a batch. The failures' errors."""
+    failures, queue, running = [], list(jobs), set()
+    with ThreadPoolExecutor(workers) as pool:
+        while queue or running:
+            while queue and len(running) < workers and not progress.out_of_time():
+                task, folder = queue.pop(0)
+                running.add(pool.submit(rollouts.episode, task, "heuristic", folder))
+            if not running:
+                break
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            failures += [f.result() for f in finished if isinstance(f.result(), str)]
+            progress.finished(len(finished))
+    if queue:
+        progress.stopped(len(queue))
+    return failures
+
+
+def _run_in_chunks(rollouts, jobs, chunk, progress):
+    """JOBS on the RQ queue, CHUNK at a time (the time checked between chunks). The failures' errors."""
+    failures = []
+    for i in range(0, len(jobs), chunk):
+        if progress.out_of_time():
+            progress.stopped(len(jobs) - i)
+            break
+        part = jobs[i : i + chunk]
+        results = rollouts.run([task for task, _ in part], "heuristic", [folder for _, folder in part])
+        failures += [r for r in results if isinstance(r, str)]
+        progress.finished(len(part))
+    return failures
 
 
 # -- the command ------------------------------------------------------------------------------------------------

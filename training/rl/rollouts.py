@@ -226,7 +226,7 @@ class Rollouts:
                 )
             try:
                 with ThreadPoolExecutor(r.workers) as pool:
-                    results = list(pool.map(lambda pair: self._episode(pair[0], who, pair[1]), zip(tasks, outs)))
+                    results = list(pool.map(lambda pair: self.episode(pair[0], who, pair[1]), zip(tasks, outs)))
             finally:
                 if self.generator is not None:
                     self.generation_stats = dict(self.generator.stats)
@@ -234,7 +234,9 @@ class Rollouts:
                     self.generator = None
         return results
 
-    def _episode(self, task, who, out):
+    def episode(self, task, who, out):
+        """One episode of TASK acted by WHO (the heuristic, or the actor while a generator runs), saved under OUT: its
+        Trajectory, or an error string when it failed to run."""
         policy = self._policy(who)
         if isinstance(policy, tuple):
             policy = make_policy(policy[0], **policy[1])
