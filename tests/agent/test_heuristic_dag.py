@@ -142,6 +142,23 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# Scans along lines long enough for a CUDA block each (a thread per line below BLOCK_SCAN): of a fused source,
+# a product, running extremes, a log-sum-exp and int64 counts of a mask.
+LONG_SCANS = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x, mask):
+        total = torch.cumsum(x * mask, dim=1) + torch.cumprod(1.0 + 0.001 * x, dim=-1)
+        peaks = torch.cummax(x, dim=1).values - torch.cummin(x, dim=1).values
+        return total + peaks + torch.logcumsumexp(x, dim=1) + torch.cumsum(mask, dim=1) * 0.01
+
+def get_inputs():
+    return [torch.randn(6, 2500), torch.rand(6, 2500) > 0.5]
+
+def get_init_inputs():
+    return []
+"""
 LOSSES = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -644,6 +661,7 @@ NVCC = shutil.which("nvcc")
     [
         ("sdpa", SDPA),
         ("cumsum", CUMSUM),
+        ("long_scans", LONG_SCANS),
         ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM),
         ("losses", LOSSES),
         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
@@ -659,6 +677,8 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     assert "132 * 32" not in files["kernels/fused.cu"]
+    if name == "long_scans":  # a block per line, its threads' totals combined by warp shuffles
+        assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
     result = subprocess.run(
         [
             NVCC,

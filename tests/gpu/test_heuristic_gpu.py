@@ -166,8 +166,8 @@ def test_the_dag_planner_writes_correct_kernels_for_user_modules(fast_protocol, 
     assert not re.search(r"torch::|\bat::|#include <(torch|ATen|c10)", kernel), kernel[:2000]
 
 
-def _cpu_cases():
-    """The user-style modules of tests/agent/test_heuristic_dag.py (one source of truth), loaded by path."""
+def _cpu_module():
+    """tests/agent/test_heuristic_dag.py (one source of truth for the user-style modules), loaded by path."""
     import importlib.util
     from pathlib import Path
 
@@ -175,7 +175,12 @@ def _cpu_cases():
     spec = importlib.util.spec_from_file_location("heuristic_dag_cases", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {name: source for name, source, _family in module.CASES}
+    return module
+
+
+def _cpu_cases():
+    """The user-style modules of tests/agent/test_heuristic_dag.py's CASES."""
+    return {name: source for name, source, _family in _cpu_module().CASES}
 
 
 # The operator families the teacher's synthesized tasks needed most (2026-11-28): indexing with several index
@@ -190,3 +195,13 @@ def test_the_dag_planners_gather_topk_and_trilinear_families_are_correct_on_cuda
     verdict = run_on_cuda(_cpu_cases()[name], name, "heuristic (DAG family)", fast_protocol, record_verdict, tmp_path)
     assert verdict["reward"] >= 1
     assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()
+
+
+def test_long_scans_are_scanned_by_a_block_per_line_on_cuda(fast_protocol, record_verdict, tmp_path):
+    # cumsum of a fused masked source, cumprod, cummax, cummin, logcumsumexp and an int64 cumsum of a mask over
+    # lines of 2,500: each a block of threads per line, chained tiles of 4 x BLOCK (agent/heuristic/dag/scan.py)
+    verdict = run_on_cuda(
+        _cpu_module().LONG_SCANS, "long_scans", "heuristic (DAG scan)", fast_protocol, record_verdict, tmp_path
+    )
+    assert verdict["reward"] >= 1
+    assert (tmp_path / "workspace" / "kernels" / "fused.cu").read_text().count("__shfl_up_sync") == 6 * 3
