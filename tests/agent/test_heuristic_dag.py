@@ -159,6 +159,22 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# Row reductions of int64, bool and float64 values, long enough to be shared by a CUDA block's threads.
+WIDE_REDUCTIONS = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, ids, x):
+        counts = (ids > 3).sum(dim=1) + ids.amax(dim=1) - ids.amin(dim=1)
+        flagged = (x < -3).any(dim=1).float() + (x > -9).all(dim=1).float()
+        return counts.float() + flagged + x.double().sum(dim=1).float()
+
+def get_inputs():
+    return [torch.randint(0, 10, (8, 1024)), torch.randn(8, 1024)]
+
+def get_init_inputs():
+    return []
+"""
 LOSSES = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -662,6 +678,7 @@ NVCC = shutil.which("nvcc")
         ("sdpa", SDPA),
         ("cumsum", CUMSUM),
         ("long_scans", LONG_SCANS),
+        ("wide_reductions", WIDE_REDUCTIONS),
         ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM),
         ("losses", LOSSES),
         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
@@ -677,6 +694,8 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     assert "132 * 32" not in files["kernels/fused.cu"]
+    if name == "wide_reductions":  # each row's threads share the reduction, whatever its dtype
+        assert all(f"[]({t} a, {t} b)" in files["kernels/fused.cu"] for t in ("int64_t", "bool", "double"))
     if name == "long_scans":  # a block per line, its threads' totals combined by warp shuffles
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
     result = subprocess.run(

@@ -197,11 +197,16 @@ def test_the_dag_planners_gather_topk_and_trilinear_families_are_correct_on_cuda
     assert "ops.fused(" in (tmp_path / "workspace" / "model_new.py").read_text()
 
 
-def test_long_scans_are_scanned_by_a_block_per_line_on_cuda(fast_protocol, record_verdict, tmp_path):
-    # cumsum of a fused masked source, cumprod, cummax, cummin, logcumsumexp and an int64 cumsum of a mask over
-    # lines of 2,500: each a block of threads per line, chained tiles of 4 x BLOCK (agent/heuristic/dag/scan.py)
-    verdict = run_on_cuda(
-        _cpu_module().LONG_SCANS, "long_scans", "heuristic (DAG scan)", fast_protocol, record_verdict, tmp_path
-    )
+# Shared by a block's threads on CUDA: scans of long lines (cumsum of a fused masked source, cumprod, cummax, cummin,
+# logcumsumexp, an int64 cumsum of a mask; agent/heuristic/dag/scan.py) and row reductions of int64, bool and float64
+# values (block_reduce of any scalar type).
+BLOCK_SHARED = {"long_scans": ("__shfl_up_sync", 6 * 3), "wide_reductions": ("block_reduce(", 6)}
+
+
+@pytest.mark.parametrize("name", list(BLOCK_SHARED))
+def test_long_scans_and_wide_reductions_are_shared_by_a_block_on_cuda(fast_protocol, record_verdict, tmp_path, name):
+    source = getattr(_cpu_module(), name.upper())
+    verdict = run_on_cuda(source, name, "heuristic (DAG, block-shared)", fast_protocol, record_verdict, tmp_path)
     assert verdict["reward"] >= 1
-    assert (tmp_path / "workspace" / "kernels" / "fused.cu").read_text().count("__shfl_up_sync") == 6 * 3
+    marker, count = BLOCK_SHARED[name]
+    assert (tmp_path / "workspace" / "kernels" / "fused.cu").read_text().count(marker) >= count

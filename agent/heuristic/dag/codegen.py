@@ -39,6 +39,8 @@ SCALAR_TYPES = {
 POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
 # On CUDA a reduction over this many elements or more gets a block of threads per output element.
 BLOCK_REDUCE = 256
+# Reductions a CUDA block shares (block_reduce in families/templates/common.cuh), by source and result dtype.
+BLOCK_REDUCE_DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
 
 def _indent(lines, depth):
@@ -83,23 +85,26 @@ class Writer:
             self.device == "cuda"
             and node.kind == "reduce"
             and node.attrs["op"] not in ("argmax", "argmin")
-            and node.args[0].dtype == "float32"
-            and node.dtype == "float32"
+            and node.args[0].dtype in BLOCK_REDUCE_DTYPES
+            and node.dtype in BLOCK_REDUCE_DTYPES
             and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE,
         )
         self.decisions[node.name] = cuda_block
         if cuda_block:
-            acc, _, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
+            acc, t, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
+            extreme = {"float": ("fmaxf(a, b)", "fminf(a, b)"), "double": ("fmax(a, b)", "fmin(a, b)")}.get(
+                t, ("a > b ? a : b", "a < b ? a : b")
+            )
             op = {
                 "sum": "a + b",
                 "mean": "a + b",
-                "max": "fmaxf(a, b)",
-                "min": "fminf(a, b)",
+                "max": extreme[0],
+                "min": extreme[1],
                 "prod": "a * b",
-                "any": "(float)(a || b)",
-                "all": "(float)(a && b)",
+                "any": f"({t})(a || b)",
+                "all": f"({t})(a && b)",
             }[node.attrs["op"]]
-            scope.lines.append(f"{acc} = block_reduce({acc}, [](float a, float b) {{ return {op}; }});")
+            scope.lines.append(f"{acc} = block_reduce({acc}, []({t} a, {t} b) {{ return {op}; }});")
             scope.lines.append(f"if (threadIdx.x == 0) out[i] = {final};")
         else:
             value = self.emitter.value(scope, node, "i")

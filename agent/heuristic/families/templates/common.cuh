@@ -20,6 +20,7 @@ static inline int ks_grid_limit() {
     return limit;
 }
 //@ block_reduce
+#include <type_traits>
 
 struct MaxSum { float m, s; };
 __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
@@ -27,13 +28,20 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
     float s = (a.m == -INFINITY ? 0.f : a.s * __expf(a.m - m)) + (b.m == -INFINITY ? 0.f : b.s * __expf(b.m - m));
     return {m, s};
 }
+// A lane's value O lanes away: a scalar (float, double, integers; bool as int) or a MaxSum's two halves.
+template <typename T> __device__ __forceinline__ T ks_shfl_xor(T v, int o) {
+    if constexpr (std::is_same<T, MaxSum>::value) {
+        return {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)};
+    } else if constexpr (std::is_same<T, bool>::value) {
+        return (bool)__shfl_xor_sync(0xffffffff, (int)v, o);
+    } else {
+        return __shfl_xor_sync(0xffffffff, v, o);
+    }
+}
 template <typename T, typename F> __device__ T block_reduce(T v, F f) {
     __shared__ T shared[32];
     for (int o = 16; o > 0; o >>= 1) {
-        T other;
-        if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
-        else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
-        v = f(v, other);
+        v = f(v, ks_shfl_xor(v, o));
     }
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) shared[warp] = v;
@@ -42,9 +50,7 @@ template <typename T, typename F> __device__ T block_reduce(T v, F f) {
     v = shared[lane < warps ? lane : 0];
     if (warp == 0) {
         for (int o = 16; o > 0; o >>= 1) {
-            T other;
-            if constexpr (sizeof(T) == sizeof(float)) { other = __shfl_xor_sync(0xffffffff, v, o); }
-            else { other = {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)}; }
+            const T other = ks_shfl_xor(v, o);
             if (lane < warps && (lane ^ o) < warps) v = f(v, other);
         }
         if (lane == 0) shared[0] = v;
