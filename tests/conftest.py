@@ -12,6 +12,11 @@ import pytest
 # default cache (~/.cache/kernel-studio), not under /tmp: the jail gives solutions a private /tmp only when no folder
 # it must keep lies under it, and the sandbox tests check that it does.
 RUN_CACHE_ENV = "KS_TEST_RUN_CACHE"
+# load_inline builds against torch's full header alone: the light headers (sandbox/native/light.py) compile each unit
+# twice and precompile four headers, a loss on the suite's two cores (tests/sandbox/test_inline_build.py 148 s with
+# them, 111 s without). tests/sandbox/test_inline_light.py turns them on where it tests them; KS_INLINE_LIGHT_HEADERS
+# set by the caller wins.
+os.environ.setdefault("KS_INLINE_LIGHT_HEADERS", "False")
 _OWNED = pytest.StashKey[Path]()  # the run cache, in the process that made it (and removes it)
 
 

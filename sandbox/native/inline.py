@@ -483,7 +483,7 @@ def pch_flags(cflags):
 
 def _with_pch(ninja, eligible):
     """NINJA compiling the ELIGIBLE C++ sources with `-include` of the precompiled header for their flags:
-    (ninja, the precompiled headers for those flags ({name: header}, sandbox.native.light.HEADERS; {} where none
+    (ninja, the precompiled headers for those flags ({name: header}, sandbox.native.light.pch_sources(); {} where none
     is used), why not)."""
     if not eligible:
         return ninja, {}, "no C++ source opens with #include <torch/extension.h>"
@@ -495,7 +495,9 @@ def _with_pch(ninja, eligible):
     if flags is None:
         return ninja, {}, why
     cxx = shlex.split(variables.get("cxx", "c++"))[0]
-    headers = precompiled_headers(cxx, _first_line([cxx, "--version"]), flags, light.HEADERS, build=_can_build_pch())
+    headers = precompiled_headers(
+        cxx, _first_line([cxx, "--version"]), flags, light.pch_sources(), build=_can_build_pch()
+    )
     header = headers.get(light.MAIN)
     if header is None:
         return ninja, {}, "no precompiled torch header for these flags here (the harness prepares those it foresees)"
@@ -538,7 +540,7 @@ def prepare_headers(source, path, device):
         flags, _ = pch_flags(shlex.split(variables["cflags"]))
         if flags is not None:
             cxx = shlex.split(variables.get("cxx", "c++"))[0]
-            headers = precompiled_headers(cxx, _first_line([cxx, "--version"]), flags, light.HEADERS)
+            headers = precompiled_headers(cxx, _first_line([cxx, "--version"]), flags, light.pch_sources())
             folders.add(headers[light.MAIN].parent)
     return sorted(folders)
 

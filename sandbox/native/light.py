@@ -33,6 +33,16 @@ HEADER_DIR = Path(__file__).parent
 MAIN = "ks_torch.h"
 # The precompiled headers of load_inline's units (sandbox.native.build.precompiled_headers): name -> source.
 HEADERS = {name: HEADER_DIR / name for name in ("ks_torch.h", "ks_types.h", "ks_bind.h", "ks_module.h")}
+
+
+def pch_sources():
+    """The headers load_inline's units are precompiled against: all of HEADERS with the light headers on
+    (KS_INLINE_LIGHT_HEADERS), else the full one alone, so that no header is precompiled that no unit would use."""
+    from sandbox import settings
+
+    return dict(HEADERS) if settings.INLINE_LIGHT_HEADERS else {MAIN: HEADERS[MAIN]}
+
+
 # The kinds of unit (eligible()) and their light headers.
 LIGHT = {"types": "ks_types.h", "bind": "ks_bind.h", "module": "ks_module.h"}
 CUT = 'static_assert(false, "ks: end of the unit");'
