@@ -127,6 +127,11 @@ def main(argv=None):
             rows = [r for r in rows if r.get("level") in (1, 2)]
         summary = build(config, rows, data, held_out=0.15, stop_after=args.budget_s, finish=args.finish_data)
         print(json.dumps(summary))
+        rate = summary["this_call"]
+        print(
+            f"teacher: {rate['episodes']} episodes in {rate['seconds']:.0f} s, {rate['per_minute']} a minute, "
+            f"{rate['at_once']} at once"
+        )
         if not summary["complete"]:
             print(f"data: {summary['episodes_left']} teacher episodes left; run the same command again")
             return 0

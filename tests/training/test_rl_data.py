@@ -115,6 +115,7 @@ def test_the_data_command_runs_the_teacher_and_keeps_held_out_trajectories_out(t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["duplicates"] == 2 and summary["tasks"] == 2 and summary["complete"]
     assert summary["splits"] == {"train": 1, "held_out": 1}, summary
+    assert summary["this_call"]["episodes"] == 2 and summary["this_call"]["per_minute"] > 0, summary
     built = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     (held,) = [r["name"] for r in built if r["split"] == "held_out"]
     (trained,) = [r["name"] for r in built if r["split"] == "train"]
@@ -144,6 +145,7 @@ def test_finishing_a_build_keeps_the_tasks_whose_episode_is_done_and_runs_nothin
     summary = data.build(config, source_rows, out, held_out=0.0, finish=True, say=said.append)
     assert not said, said  # no chunk of episodes ran
     assert summary["complete"] and summary["not_run"] == 2 and summary["tasks"] == summary["episodes"] == 4
+    assert summary["this_call"]["episodes"] == 0 and summary["this_call"]["per_minute"] == 0.0
     built = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert [r["name"] for r in built] == ["op_0", "op_1", "op_2", "op_3"]
     assert [r["split"] for r in built] == ["train", "train", "unreached", "train"]

@@ -179,6 +179,8 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         "kept_trajectories": len(kept),
         "teacher_rewards": {f"{k:g}": v for k, v in sorted(Counter(rewards).items())},
         "complete": done == len(tasks),
+        # This call's episodes and their rate (the teacher's throughput; 0 when it ran none).
+        "this_call": _rate(progress.ran(), time.monotonic() - start, config),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
@@ -189,6 +191,11 @@ class Progress:
 
     def __init__(self, done, total, start, stop_after, say):
         self.done, self.total, self.start, self.stop_after, self.say = done, total, start, stop_after, say
+        self.first = done  # done before this call
+
+    def ran(self):
+        """The episodes this call has run."""
+        return self.done - self.first
 
     def out_of_time(self):
         return self.stop_after is not None and time.monotonic() - self.start > self.stop_after
@@ -200,6 +207,12 @@ class Progress:
 
     def stopped(self, left):
         self.say(f"stopped after {time.monotonic() - self.start:.0f} s: {left} episodes left; run again to go on")
+
+
+def _rate(episodes, seconds, config):
+    at_once = max(1, config.rollouts.workers) * 4 if config.rollouts.backend == "rq" else teacher_workers(config)
+    per_minute = round(60.0 * episodes / seconds, 2) if episodes and seconds > 0 else 0.0
+    return {"episodes": episodes, "seconds": round(seconds, 1), "per_minute": per_minute, "at_once": at_once}
 
 
 def teacher_workers(config):
