@@ -153,9 +153,11 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
     jobs = [(Task(t.name, str(problems / f"{t.name}.py")), episode_folder(out, t)) for t in todo]
     progress = Progress(len(tasks) - len(todo), len(tasks), start, stop_after, say)
     if config.rollouts.backend == "rq":
-        failures = _run_in_chunks(rollouts, jobs, max(1, config.rollouts.workers) * 4, progress)
+        at_once = max(1, config.rollouts.workers) * 4
+        failures = _run_in_chunks(rollouts, jobs, at_once, progress)
     else:
-        failures = _run_streaming(rollouts, jobs, teacher_workers(config), progress)
+        at_once = teacher_workers(config)
+        failures = _run_streaming(rollouts, jobs, at_once, progress)
     trajectories = {t.name: stored(out, t) for t in tasks}
     not_run = 0
     if finish:
@@ -180,7 +182,7 @@ def build(config, rows, out, held_out=0.15, threshold=None, stop_after=None, say
         "teacher_rewards": {f"{k:g}": v for k, v in sorted(Counter(rewards).items())},
         "complete": done == len(tasks),
         # This call's episodes and their rate (the teacher's throughput; 0 when it ran none).
-        "this_call": _rate(progress.ran(), time.monotonic() - start, config),
+        "this_call": _rate(progress.ran(), time.monotonic() - start, at_once),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
@@ -209,8 +211,7 @@ class Progress:
         self.say(f"stopped after {time.monotonic() - self.start:.0f} s: {left} episodes left; run again to go on")
 
 
-def _rate(episodes, seconds, config):
-    at_once = max(1, config.rollouts.workers) * 4 if config.rollouts.backend == "rq" else teacher_workers(config)
+def _rate(episodes, seconds, at_once):
     per_minute = round(60.0 * episodes / seconds, 2) if episodes and seconds > 0 else 0.0
     return {"episodes": episodes, "seconds": round(seconds, 1), "per_minute": per_minute, "at_once": at_once}
 
