@@ -175,6 +175,24 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# The softmax family's rows read once (online.py): cross entropy over rows long enough for a CUDA block each, a
+# float64 log-sum-exp (its finite center), a float64 softmax over a middle dim (a thread per row).
+ONLINE_SOFTMAX = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, x, target):
+        lse = torch.logsumexp(x.double(), dim=1).float()
+        middle = torch.softmax(x.view(8, 4, 512).double(), dim=1).amax(dim=1).float()
+        return F.cross_entropy(x, target) + lse.mean() + middle.mean()
+
+def get_inputs():
+    return [torch.randn(32, 512), torch.randint(0, 512, (32,))]
+
+def get_init_inputs():
+    return []
+"""
 LOSSES = """import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -679,6 +697,7 @@ NVCC = shutil.which("nvcc")
         ("cumsum", CUMSUM),
         ("long_scans", LONG_SCANS),
         ("wide_reductions", WIDE_REDUCTIONS),
+        ("online_softmax", ONLINE_SOFTMAX),
         ("swish_bias_row_sum", SWISH_BIAS_ROW_SUM),
         ("losses", LOSSES),
         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
@@ -696,6 +715,11 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
     assert "132 * 32" not in files["kernels/fused.cu"]
     if name == "wide_reductions":  # each row's threads share the reduction, whatever its dtype
         assert all(f"[]({t} a, {t} b)" in files["kernels/fused.cu"] for t in ("int64_t", "bool", "double"))
+    if name == "online_softmax":  # each row's pair (max, sum) pushed element by element, a long row's merged by a block
+        assert (
+            files["kernels/fused.cu"].count("= ks_online(") == 3
+            and "return ks_merge(a, b)" in files["kernels/fused.cu"]
+        )
     if name == "long_scans":  # a block per line, its threads' totals combined by warp shuffles
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
     result = subprocess.run(

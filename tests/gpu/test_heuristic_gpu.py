@@ -199,8 +199,13 @@ def test_the_dag_planners_gather_topk_and_trilinear_families_are_correct_on_cuda
 
 # Shared by a block's threads on CUDA: scans of long lines (cumsum of a fused masked source, cumprod, cummax, cummin,
 # logcumsumexp, an int64 cumsum of a mask; agent/heuristic/dag/scan.py) and row reductions of int64, bool and float64
-# values (block_reduce of any scalar type).
-BLOCK_SHARED = {"long_scans": ("__shfl_up_sync", 6 * 3), "wide_reductions": ("block_reduce(", 6)}
+# values (block_reduce of any scalar type), and the softmax family's rows read once (a (max, sum) pair per thread,
+# merged by the block; agent/heuristic/dag/online.py).
+BLOCK_SHARED = {
+    "long_scans": ("__shfl_up_sync", 6 * 3),
+    "wide_reductions": ("block_reduce(", 6),
+    "online_softmax": ("= ks_online(", 3),
+}
 
 
 @pytest.mark.parametrize("name", list(BLOCK_SHARED))

@@ -3,6 +3,7 @@ attention), for problems whose graph is not the chain the stage planner (plan.py
 
 from agent.heuristic.dag.lower import lower
 from agent.heuristic.dag.match import fuse_attention
+from agent.heuristic.dag.online import fuse_online_softmax
 from agent.heuristic.dag.rewrite import fold_parameters, rewrite
 from agent.heuristic.dag.schedule import DagPlan, schedule
 
@@ -13,6 +14,7 @@ def plan_graph(captured, batch_size=None):
     graph = lower(captured)
     graph.rewrites = rewrite(graph)
     fuse_attention(graph)
+    graph.rewrites += fuse_online_softmax(graph)  # after attention, which matches the two-pass softmax
     graph.rewrites += fold_parameters(graph, schedule, batch_size)
     plan = schedule(graph)
     from agent.heuristic.dag.codegen import Writer

@@ -465,17 +465,29 @@ class Emitter:
         final = f"({node.ctype})({{acc}} / {count}.0)" if op == "mean" else f"({node.ctype}){{acc}}"
         return t, init, update, final
 
+    def row(self, scope, src, dims, shape, index):
+        """(count, element): the length of the row of SRC over DIMS that element INDEX of the reduction's result (of
+        SHAPE, the reduced dims kept as 1) reduces, and element(inner scope, r), the value of its element r."""
+        strides = contiguous_strides(src.shape)
+        kept = [d for d in range(len(src.shape)) if d not in dims]
+        base_terms = [f"{coord(index, shape, d)} * {strides[d]}LL" for d in kept if src.shape[d] != 1]
+        base = self.index(scope, " + ".join(base_terms) or "0")
+        reduced = [src.shape[d] for d in dims]
+
+        def element(inner, r):
+            offset_terms = []
+            for i, d in enumerate(dims):
+                c = coord(r, reduced, i)
+                offset_terms.append(f"{c} * {strides[d]}LL" if strides[d] != 1 else c)
+            return self.value(inner, src, self.index(inner, f"{base} + " + " + ".join(offset_terms)))
+
+        return math.prod(reduced), element
+
     def reduce_loop(self, scope, node, index, start="0", step="1"):
         """Lines computing the reduction NODE at INDEX into a fresh `acc` variable (returned); the loop over the
         reduced elements runs r = START, START + STEP, ... (threads of a block share one row on CUDA)."""
         src = node.args[0]
-        dims = node.attrs["dims"]
-        strides = contiguous_strides(src.shape)
-        kept = [d for d in range(len(src.shape)) if d not in dims]
-        base_terms = [f"{coord(index, node.shape, d)} * {strides[d]}LL" for d in kept if src.shape[d] != 1]
-        base = self.index(scope, " + ".join(base_terms) or "0")
-        reduced = [src.shape[d] for d in dims]
-        count = math.prod(reduced)
+        count, element = self.row(scope, src, node.attrs["dims"], node.shape, index)
         t, init, update, final = self.accumulator(node)
         acc = self.fresh("acc")
         r = self.fresh("r")
@@ -489,12 +501,7 @@ class Emitter:
         else:
             scope.lines.append(f"{t} {acc} = {init};")
         inner = Scope(scope)
-        offset_terms = []
-        for i, d in enumerate(dims):
-            c = coord(r, reduced, i)
-            offset_terms.append(f"{c} * {strides[d]}LL" if strides[d] != 1 else c)
-        flat = self.index(inner, f"{base} + " + " + ".join(offset_terms))
-        v = self.value(inner, src, flat)
+        v = element(inner, r)
         if arg:
             inner.lines.append(f"if ({acc} < 0 || {v} {cmp} {best}) {{ {best} = {v}; {acc} = {r}; }}")
         else:

@@ -9,7 +9,7 @@ from pathlib import Path
 from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
 from agent.heuristic.conv import HEADERS as CONV_HEADERS
 from agent.heuristic.conv import cpp_conv
-from agent.heuristic.dag import attention, rnn, scan
+from agent.heuristic.dag import attention, online, rnn, scan
 from agent.heuristic.dag.cexpr import Emitter, Scope
 from agent.heuristic.dag.ir import MATERIALIZED
 from agent.heuristic.batch import Specialized
@@ -109,21 +109,35 @@ class Writer:
         else:
             value = self.emitter.value(scope, node, "i")
             scope.lines.append(f"out[i] = ({node.ctype})({value});")
-        body = "".join(scope.lines)
-        reads = self.pointers(body, "")
+        self.function(node, scope.lines, node.numel, cuda_block)
+
+    def maxsum(self, kernel):
+        """A row's max and sum of exp(x - max) in one pass (online.py), a CUDA block per row as long as a reduction's."""
+        node = kernel.node
+        self.emitter.computing = node.name
+        length = math.prod(node.args[0].shape[d] for d in node.attrs["dims"])
+        cuda_block = self.fixed.get(node.name, self.device == "cuda" and length >= BLOCK_REDUCE)
+        self.decisions[node.name] = cuda_block
+        scope = Scope()
+        online.statistics(self.emitter, scope, node, "i", self.device, cuda_block)
+        self.function(node, scope.lines, node.numel // 2, cuda_block)
+
+    def function(self, node, lines, n, cuda_block):
+        """The function writing NODE's buffer: LINES for each i < N, on CUDA a block's threads sharing each i when
+        CUDA_BLOCK, else a thread each."""
+        reads = self.pointers("".join(lines), "")
         name = f"k_{node.name}"
-        n = node.numel
         if self.device == "cpu":
-            work = max(1, sum(line.count("for (") for line in scope.lines) * 64)
+            work = max(1, sum(line.count("for (") for line in lines) * 64)
             source = (
                 f"void {name}({self.params(reads, node.ctype)}) {{\n"
                 f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
-                f"    for (int64_t i = 0; i < {n}LL; ++i) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
+                f"    for (int64_t i = 0; i < {n}LL; ++i) {{\n{_indent(lines, 8)}    }}\n}}\n"
             )
         elif cuda_block:
             source = (
                 f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
-                f"    for (int64_t i = blockIdx.x; i < {n}LL; i += gridDim.x) {{\n{_indent(scope.lines, 8)}"
+                f"    for (int64_t i = blockIdx.x; i < {n}LL; i += gridDim.x) {{\n{_indent(lines, 8)}"
                 f"    }}\n}}\n"
                 f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
                 f"    const int blocks = (int)({n}LL < ks_grid_limit() ? {n}LL : ks_grid_limit());\n"
@@ -133,7 +147,7 @@ class Writer:
             source = (
                 f"__global__ void g_{node.name}({self.params(reads, node.ctype)}) {{\n"
                 f"    for (int64_t i = blockIdx.x * (int64_t)BLOCK + threadIdx.x; i < {n}LL; "
-                f"i += (int64_t)gridDim.x * BLOCK) {{\n{_indent(scope.lines, 8)}    }}\n}}\n"
+                f"i += (int64_t)gridDim.x * BLOCK) {{\n{_indent(lines, 8)}    }}\n}}\n"
                 f"void {name}({self.params(reads, node.ctype, '')}, cudaStream_t stream) {{\n"
                 f"    const int64_t wanted = ({n}LL + BLOCK - 1) / BLOCK;\n"
                 f"    const int blocks = (int)(wanted < ks_grid_limit() ? wanted : ks_grid_limit());\n"

@@ -18,8 +18,9 @@ C_TYPES = {
     "bool": "bool",
 }
 FLOATS = ("float32", "float64")
-# Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times.
-MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn", "topk"}
+# Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times
+# ("maxsum": a row's max and sum of exp(x - max) side by side, online.py).
+MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn", "topk", "maxsum"}
 # "folded": a parameter-only value the binding's fold operator computes once (rewrite.fold_parameters).
 LEAVES = {"input", "param", "buffer", "constant", "scalar", "folded"}
 

@@ -10,6 +10,7 @@ import math
 
 from agent.heuristic.dag.ir import T, contiguous_strides
 from agent.heuristic.dag.lower import WIDEST_HEAD
+from agent.heuristic.dag.rewrite import replace
 
 
 def _pure_reshape_of(node):
@@ -212,7 +213,7 @@ def fuse_attention(graph):
         index = graph.nodes.index(out)
         attention = T(out.name, "attention", out.shape, out.dtype, inputs, {"causal": False, "scale": scale})
         graph.nodes[index : index + 1] = rewriter.created + [attention]
-        _replace(graph, out, attention)
+        replace(graph, out, attention)
         fused += 1
     return fused
 
@@ -221,11 +222,3 @@ def _expand_strides(shape, target):
     padded = [1] * (len(target) - len(shape)) + list(shape)
     strides = contiguous_strides(padded)
     return [0 if size == 1 and want != 1 else stride for size, want, stride in zip(padded, target, strides)]
-
-
-def _replace(graph, old, new):
-    for node in graph.nodes:
-        node.args = [new if a is old else a for a in node.args]
-        if node.attrs.get("base") is old:
-            node.attrs["base"] = new
-    graph.outputs = [(new if n is old else n, kind, target) for n, kind, target in graph.outputs]

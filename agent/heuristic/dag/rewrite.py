@@ -32,26 +32,26 @@ def rewrite(graph):
         if node.kind == "pointwise":
             kept = _identity_operand(node)
             if kept is not None:
-                _replace(graph, node, kept)
+                replace(graph, node, kept)
                 done.append(f"{node.name}: {node.attrs['op']} by an identity element")
         elif node.kind == "gemm":
             product = _diagonal_product(node)
             if product is not None:
                 _insert(graph, node, product)
-                _replace(graph, node, product[-1])
+                replace(graph, node, product[-1])
                 done.append(f"{node.name}: a product with a diagonal matrix as a broadcast multiply")
         elif node.kind == "reduce":
             simpler = _broadcast_reduction(node)
             if simpler is not None:
                 _insert(graph, node, simpler)
-                _replace(graph, node, simpler[-1])
+                replace(graph, node, simpler[-1])
                 done.append(f"{node.name}: a {node.attrs['op']} over a broadcast dimension")
     prune(graph)
     return done
 
 
 # -- graph edits ---------------------------------------------------------------------------------------------------
-def _replace(graph, old, new, where=None):
+def replace(graph, old, new, where=None):
     """Every read of OLD (by the nodes WHERE accepts, and the outputs when WHERE is None) made a read of NEW."""
     for node in graph.nodes:
         if where is not None and not where(node):
@@ -68,7 +68,7 @@ def _insert(graph, before, nodes):
     graph.nodes[at:at] = list(nodes)
 
 
-def _walk(roots):
+def walk(roots):
     """Names of ROOTS and of every node they read (iterative: a network's graph is deeper than Python's recursion)."""
     seen, stack = set(), list(roots)
     while stack:
@@ -82,7 +82,7 @@ def _walk(roots):
 
 def prune(graph):
     """GRAPH without the nodes no output reads (the model's inputs, parameters and buffers stay: the binding's leaves)."""
-    live = _walk([node for node, _, _ in graph.outputs])
+    live = walk([node for node, _, _ in graph.outputs])
     graph.nodes = [n for n in graph.nodes if n.name in live or n.kind in ("input", "param", "buffer")]
 
 
@@ -326,7 +326,7 @@ def fold_parameters(graph, schedule, batch_size=None):
     if not roots:
         return []
     # The folding computation: copies of every static non-leaf node the roots read.
-    closure = _walk(roots)
+    closure = walk(roots)
     copies = {}
     for node in graph.nodes:
         if node.name in closure and node.name in static and node.kind not in STATIC_LEAVES:

@@ -22,17 +22,28 @@ static inline int ks_grid_limit() {
 //@ block_reduce
 #include <type_traits>
 
-struct MaxSum { float m, s; };
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-    float m = fmaxf(a.m, b.m);
-    float s = (a.m == -INFINITY ? 0.f : a.s * __expf(a.m - m)) + (b.m == -INFINITY ? 0.f : b.s * __expf(b.m - m));
-    return {m, s};
+// The online softmax's statistics of a row: its max m and the sum s of exp(x - m) over it. A row of -inf alone has
+// m = -inf and s = 0 (never exp(-inf - -inf), which is NaN); a +inf gives NaN, as exp(x - max(x)) does.
+template <typename T> struct KsMaxSum { T m, s; };
+__device__ __forceinline__ float ks_exp(float x) { return expf(x); }
+__device__ __forceinline__ double ks_exp(double x) { return exp(x); }
+// One more element v of the row: the sum rescaled to a new max first.
+template <typename T> __device__ __forceinline__ KsMaxSum<T> ks_online(KsMaxSum<T> a, T v) {
+    if (v > a.m) { a.s *= ks_exp(a.m - v); a.m = v; }
+    if (a.m != -INFINITY) a.s += ks_exp(v - a.m);
+    return a;
 }
-// A lane's value O lanes away: a scalar (float, double, integers; bool as int) or a MaxSum's two halves.
+// Two parts of a row: each sum rescaled to the larger max.
+template <typename T> __device__ __forceinline__ KsMaxSum<T> ks_merge(KsMaxSum<T> a, KsMaxSum<T> b) {
+    const T m = a.m > b.m ? a.m : b.m;
+    return {m, (a.m == -INFINITY ? T(0) : a.s * ks_exp(a.m - m)) + (b.m == -INFINITY ? T(0) : b.s * ks_exp(b.m - m))};
+}
+// A lane's value O lanes away: a scalar (float, double, integers; bool as int), or a KsMaxSum's two halves.
+template <typename T> __device__ __forceinline__ KsMaxSum<T> ks_shfl_xor(KsMaxSum<T> v, int o) {
+    return {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)};
+}
 template <typename T> __device__ __forceinline__ T ks_shfl_xor(T v, int o) {
-    if constexpr (std::is_same<T, MaxSum>::value) {
-        return {__shfl_xor_sync(0xffffffff, v.m, o), __shfl_xor_sync(0xffffffff, v.s, o)};
-    } else if constexpr (std::is_same<T, bool>::value) {
+    if constexpr (std::is_same<T, bool>::value) {
         return (bool)__shfl_xor_sync(0xffffffff, (int)v, o);
     } else {
         return __shfl_xor_sync(0xffffffff, v, o);
