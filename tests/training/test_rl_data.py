@@ -188,11 +188,11 @@ def test_the_teachers_episodes_stay_in_flight_and_none_starts_once_the_time_is_u
     assert said[-1].startswith("stopped after") and "1 episodes left" in said[-1]
 
 
-def test_the_teacher_runs_half_the_cores_at_once_unless_told(tmp_path):
+def test_the_teacher_runs_three_quarters_of_the_cores_at_once_unless_told(tmp_path):
     from training.rl import config as run_config
 
     config = run_config.load(ROOT / "training/configs/toy.yaml")
-    assert data.teacher_workers(config) == max(1, (os.cpu_count() or 2) // 2)
+    assert data.teacher_workers(config) == max(1, 3 * (os.cpu_count() or 2) // 4)
     told = run_config.override(config, ["rft.teacher_workers=3"])
     assert data.teacher_workers(told) == 3
     with pytest.raises(run_config.ConfigError, match="teacher_workers"):

@@ -149,3 +149,61 @@ def test_static_batches_pad_rows_to_a_power_of_two_and_caches_to_a_multiple_of_t
         BatchedGenerator(None, None, "cpu", decode="paged")
     with pytest.raises(ValueError, match="attention must be one of"):
         BatchedGenerator(None, None, "cpu", attention="flash")
+
+
+@pytest.mark.parametrize("decode", ["dynamic", "static"])
+def test_a_row_caught_in_a_loop_is_finished_once_its_tail_repeats(checkpoint, decode):
+    # a zeroed output layer makes every logit equal: greedy decoding repeats token 0 (not end-of-text) forever
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=200)
+    with torch.no_grad():
+        policy.lm.get_output_embeddings().weight.zero_()
+    prompts = [(ids, 200) for ids in prompt_ids(policy)[:2]]
+    answers = {}
+    for window in (32, 0):
+        generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", decode=decode, loop_window=window)
+        try:
+            answers[window] = generator.generate_all(prompts, 0.0)
+        finally:
+            generator.close()
+        assert generator.stats["looping_rows"] == (2 if window else 0)
+    for looped, full in zip(answers[32], answers[0]):
+        # found at the first check past window + period (128 new tokens), not run to the 200-token budget
+        assert len(looped.response_token_ids) == 128 and len(full.response_token_ids) == 200
+        assert looped.finish_reason == full.finish_reason == "length"
+        assert full.response_token_ids[:128] == looped.response_token_ids
+        assert looped.response_logprobs == pytest.approx(full.response_logprobs[:128])
+
+
+def test_only_a_tail_that_repeats_a_short_block_counts_as_a_loop():
+    from training.rl.generation_stops import LoopingRows
+
+    width, new = 3, 128
+    torch.manual_seed(0)
+    rows = torch.randint(10, 1000, (4, width + new))
+    rows[1, width:] = torch.arange(5).repeat(new // 5 + 1)[:new] + 10  # a block of 5 repeated
+    rows[2, width:] = torch.arange(70).repeat(2)[:new] + 10  # a block of 70: longer than a loop's longest
+    rows[3, width + 60 :] = 7  # one token repeated over the last 68 new tokens
+    stop = LoopingRows(4, width, window=32, period=64, every=64)
+    assert stop(rows, None).tolist() == [False, True, False, True]
+    assert [stop.new_tokens(row) for row in range(4)] == [None, new, None, new]
+    assert not stop(rows[:, :-1], None).any()  # 127 new tokens: not a multiple of `every`, not checked
+    assert not LoopingRows(4, width, window=0)(rows, None).any()
+
+
+def test_a_static_cache_takes_keys_of_another_dtype_than_it_holds():
+    from transformers import AutoConfig, StaticCache
+
+    from training.rl.generation_stops import cast_on_update
+
+    config = AutoConfig.for_model(
+        "llama", hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+    )
+    keys = torch.randn(1, 2, 3, 8, dtype=torch.bfloat16)
+    cache = StaticCache(config=config, max_cache_len=16)
+    cache.early_initialization(1, 2, 8, torch.float32, torch.device("cpu"))
+    with pytest.raises(RuntimeError, match="dtype"):  # what a compiled bf16 step met on the H200
+        cache.update(keys, keys, 0, {"cache_position": torch.arange(3)})
+    cache = cast_on_update(StaticCache(config=config, max_cache_len=16))
+    cache.early_initialization(1, 2, 8, torch.float32, torch.device("cpu"))
+    stored, _ = cache.update(keys, keys, 0, {"cache_position": torch.arange(3)})
+    assert stored.dtype == torch.float32 and torch.equal(stored[:, :, :3], keys.float())

@@ -202,3 +202,17 @@ def test_a_run_out_of_time_keeps_its_checkpoint_and_the_same_command_finishes_it
     second = train(run_dir, env, *command)
     assert second.returncode == 0, second.stderr[-2000:]
     assert [(r["stage"], r["step"]) for r in records(run_dir)] == [("rft", 0), ("rft", 1), ("eval", 0)]
+
+
+def test_an_evaluation_that_did_not_finish_is_kept_aside_and_run_afresh(tmp_path):
+    from training.rl.runtime import set_aside_unfinished
+
+    folder = tmp_path / "episodes" / "eval" / "0-rft"
+    for attempt in (1, 2):
+        (folder / "000-task" / "workspace").mkdir(parents=True)
+        (folder / "000-task" / "workspace" / "kernel.cu").write_text(f"attempt {attempt}")
+        assert set_aside_unfinished(folder) == folder and not folder.exists()
+    kept = sorted(p.name for p in folder.parent.iterdir())
+    assert kept == ["0-rft.unfinished-1", "0-rft.unfinished-2"]
+    assert (folder.parent / "0-rft.unfinished-2/000-task/workspace/kernel.cu").read_text() == "attempt 2"
+    assert set_aside_unfinished(tmp_path / "never-run") == tmp_path / "never-run"

@@ -217,8 +217,8 @@ def _rate(episodes, seconds, at_once):
 
 
 def teacher_workers(config):
-    """The teacher's episodes at once: rft.teacher_workers, or half the host's cores when it is 0."""
-    return config.rft.teacher_workers or max(1, (os.cpu_count() or 2) // 2)
+    """The teacher's episodes at once: rft.teacher_workers, or three quarters of the host's cores when it is 0."""
+    return config.rft.teacher_workers or max(1, 3 * (os.cpu_count() or 2) // 4)
 
 
 def _run_streaming(rollouts, jobs, workers, progress):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from agent.policies.transformers_policy import Generation
+from training.rl.generation_stops import LOOP_WINDOW, FinishedRows, LoopingRows, cast_on_update
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +65,6 @@ class ChosenLogprobs:
         if not self.steps:
             return torch.zeros(sequences.shape[0], 0, device=sequences.device)
         return torch.stack(self.steps, 1)
-
-
-class FinishedRows:
-    """A stopping criterion that finishes the rows of MASK at once (the rows that only pad a batch to its bucket)."""
-
-    def __init__(self, mask):
-        self.mask = mask
-
-    def __call__(self, input_ids, scores, **kwargs):
-        return self.mask
 
 
 CACHE_STEP = 2048  # a static cache's length is a multiple of this (its shape, and so the compiled graph, is reused)
@@ -119,18 +110,19 @@ class BatchedGenerator:
         wait_s=0.2,
         decode="dynamic",
         attention="sdpa",
+        loop_window=LOOP_WINDOW,
     ):
         if decode not in DECODES:
             raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
         if attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, not {attention!r}")
         self.lm, self.tokenizer, self.device, self.decode = lm, tokenizer, device, decode
-        self.attention = attention
+        self.attention, self.loop_window = attention, loop_window
         self.max_batch, self.max_batch_tokens, self.wait_s = max(1, max_batch), max_batch_tokens, wait_s
         self.pending, self.live = [], 0
         self.cond = threading.Condition()
         self.closed = False
-        self.stats = {"batches": 0, "rows": 0, "generate_s": 0.0, "new_tokens": 0}
+        self.stats = {"batches": 0, "rows": 0, "generate_s": 0.0, "new_tokens": 0, "looping_rows": 0}
         self.thread = threading.Thread(target=self._serve, name="batched-generator", daemon=True)
         self.thread.start()
 
@@ -221,17 +213,20 @@ class BatchedGenerator:
         width = max(len(r.prompt_ids) for r in requests)
         prompts = [r.prompt_ids for r in requests]
         max_new = max(r.max_new_tokens for r in requests)
-        extra = {}
+        from transformers import StoppingCriteriaList
+
+        looping = LoopingRows(len(requests), width, window=self.loop_window)
+        extra = {"stopping_criteria": StoppingCriteriaList([looping])}
         if self.decode == "static":
             # pad the batch to its bucket with one-token rows that a stopping criterion finishes at once
             prompts = prompts + [[pad]] * (bucket_rows(len(requests), self.max_batch) - len(requests))
-            from transformers import StaticCache, StoppingCriteriaList
+            from transformers import StaticCache
 
             limit = getattr(self.lm.config, "max_position_embeddings", None)
-            cache = StaticCache(config=self.lm.config, max_cache_len=cache_length(width + max_new, limit))
+            cache = cast_on_update(StaticCache(config=self.lm.config, max_cache_len=cache_length(width + max_new, limit)))
             extra[cache_argument(self.lm)] = cache
             padding = torch.tensor([row >= len(requests) for row in range(len(prompts))], device=self.device)
-            extra["stopping_criteria"] = StoppingCriteriaList([FinishedRows(padding)])
+            extra["stopping_criteria"].append(FinishedRows(padding))
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         temperature = requests[0].temperature
@@ -268,9 +263,11 @@ class BatchedGenerator:
         logprobs = recorder.finish(out.sequences)
         results = []
         for row, request in enumerate(requests):
-            response = tokens[row, : request.max_new_tokens].tolist()
+            looped = looping.new_tokens(row)
+            response = tokens[row, : min(request.max_new_tokens, looped or request.max_new_tokens)].tolist()
             end = next((i + 1 for i, token in enumerate(response) if token in eos), None)
             finished = end is not None
+            self.stats["looping_rows"] += looped is not None and not finished
             response = response[:end] if finished else response
             body = response[:-1] if finished else response
             results.append(

@@ -223,6 +223,7 @@ class Rollouts:
                     r.batch_wait_s,
                     r.decode,
                     r.attention,
+                    r.loop_window,
                 )
             try:
                 with ThreadPoolExecutor(r.workers) as pool:

@@ -184,7 +184,8 @@ class Run:
         rollouts.sync(actor, self.accelerator)
         step = len([r for r in _records(self.dir) if r["stage"] == "eval"])
         label = after if ppo_steps is None else f"{after}-{ppo_steps}"
-        trajectories = rollouts.collect(chosen, "actor", self.dir / "episodes" / "eval" / f"{step}-{label}")
+        folder = set_aside_unfinished(self.dir / "episodes" / "eval" / f"{step}-{label}")
+        trajectories = rollouts.collect(chosen, "actor", folder)
         rollouts.stop_server()
         metrics = Metrics(self.dir, "eval")
         if ppo_steps is None:
@@ -205,6 +206,18 @@ class Run:
         )
         metrics.close()
         return record
+
+
+def set_aside_unfinished(folder):
+    """FOLDER, empty: an evaluation that stopped before its record was logged (a crash, the call's time limit) left
+    its episodes there; they are kept beside it as FOLDER.unfinished-K and the evaluation runs afresh."""
+    folder = Path(folder)
+    if folder.exists():
+        k = 1
+        while folder.with_name(f"{folder.name}.unfinished-{k}").exists():
+            k += 1
+        folder.rename(folder.with_name(f"{folder.name}.unfinished-{k}"))
+    return folder
 
 
 def _records(run_dir):

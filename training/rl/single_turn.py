@@ -74,6 +74,7 @@ def train(run):
         r.max_batch_tokens,
         decode=r.decode,
         attention=r.attention,
+        loop_window=r.loop_window,
     )
     policy = LivePolicy(
         generator, temperature=e.temperature, max_new_tokens=cfg.max_new_tokens, max_context=e.context_tokens
