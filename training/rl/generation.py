@@ -223,7 +223,9 @@ class BatchedGenerator:
             from transformers import StaticCache
 
             limit = getattr(self.lm.config, "max_position_embeddings", None)
-            cache = cast_on_update(StaticCache(config=self.lm.config, max_cache_len=cache_length(width + max_new, limit)))
+            cache = cast_on_update(
+                StaticCache(config=self.lm.config, max_cache_len=cache_length(width + max_new, limit))
+            )
             extra[cache_argument(self.lm)] = cache
             padding = torch.tensor([row >= len(requests) for row in range(len(prompts))], device=self.device)
             extra["stopping_criteria"].append(FinishedRows(padding))
