@@ -722,6 +722,8 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
         )
     if name == "long_scans":  # a block per line, its threads' totals combined by warp shuffles
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
+        # float32 sums and products accumulate in double: a tile's partial product leaves float's range sooner
+        assert files["kernels/fused.cu"].count("__shared__ double tile[") == 2
     result = subprocess.run(
         [
             NVCC,
