@@ -16,6 +16,7 @@ from pathlib import Path
 from sandbox import EvalConfig, Verdict
 
 from agent.context import Context
+from agent.library import library_files
 from agent.policies.base import ContextTooLong, PolicyError, Task
 from agent.tools import SCHEMAS, Tools, files_digest
 from agent.trajectory import Trajectory, Turn
@@ -126,8 +127,8 @@ class Episode:
         cfg = self.config
         start = time.monotonic()
         ws = Workspace.create(self.workspace_dir, self.problem, cfg.device)
-        if self.start_files:
-            restore(ws, self.start_files)
+        if self.start_files:  # a version saved before the library shipped lacks its headers: they are added
+            restore(ws, {**library_files(cfg.device), **self.start_files})
         tools = Tools(ws, self.problem, cfg.eval, cfg.bash_timeout_s, cfg.observation_chars)
         source = self.problem.read_text()
         opening = [

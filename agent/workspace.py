@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from agent.export import ExportError, kernelbench_solution, literal
+from agent.library import library_files
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +128,14 @@ void copy_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
 
 
 def starter_files(device):
-    """{relative path: text} of the solution files a fresh workspace starts with."""
+    """{relative path: text} of the solution files a fresh workspace starts with: the example op and the kernel
+    library's headers (agent/library.py)."""
     cuda = device == "cuda"
     return {
         "model_new.py": MODEL_NEW,
         "binding.cpp": BINDING_CUDA if cuda else BINDING_CPU,
         f"{SOLUTION_FOLDER}/{'copy.cu' if cuda else 'copy.cpp'}": KERNEL_CUDA if cuda else KERNEL_CPU,
+        **library_files("cuda" if cuda else "cpu"),
     }
 
 

@@ -11,6 +11,7 @@ import json
 import re
 
 from agent.heuristic.codegen import workspace_files
+from agent.library import library_files
 from agent.heuristic.plan import Unsupported, make_plan
 from agent.policies.base import Action, Policy, PolicyError
 from agent.trajectory import ToolCall
@@ -107,6 +108,8 @@ class HeuristicPolicy(Policy):
             # The library call dominates; the epilogue's block size is not worth a verification each.
             self.pending = []
         files = workspace_files(self.plan, self.task.device, self.task.problem_source, self.block)
+        library = library_files("cuda" if self.task.device == "cuda" else "cpu")
+        files = {path: text for path, text in files.items() if library.get(path) != text}  # the workspace has them
         calls = [ToolCall("write_file", {"path": path, "content": text}) for path, text in sorted(files.items())]
         return Action(
             thought=f"Plan: {self.plan.describe}. Write the kernel, the binding and ModelNew, then compile.",

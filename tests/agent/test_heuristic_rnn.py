@@ -136,6 +136,9 @@ def test_a_recurrent_module_reaches_a_correct_solution_through_the_rnn_family(
     kernels = (workspace / "kernels" / "fused.cpp").read_text()
     assert "torch" not in kernels and "ks_rnn<" in kernels
     assert (workspace / "kernels" / "ks_rnn_cell.h").exists()
+    # the library's headers come with the workspace: the teacher includes them and writes only its own files
+    written = {c.arguments["path"] for turn in traj.turns for c in turn.tool_calls if c.name == "write_file"}
+    assert written == {"binding.cpp", "kernels/fused.cpp", "model_new.py"}, written
     assert "ops.fused(" in (workspace / "model_new.py").read_text()
 
 

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,15 @@ def ws(tmp_path, relu_problem):
 def test_workspace_starts_with_the_problem_the_skill_and_a_native_starter(tmp_path, relu_problem):
     cpu = Workspace.create(tmp_path / "cpu", relu_problem, "cpu")
     cuda = Workspace.create(tmp_path / "cuda", relu_problem, "cuda")
-    assert sorted(cpu.solution_files()) == ["binding.cpp", "kernels/copy.cpp", "model_new.py"]
-    assert sorted(cuda.solution_files()) == ["binding.cpp", "kernels/copy.cu", "model_new.py"]
+    library = {"cpu": ["ks_attention.h", "ks_blas.h", "ks_conv.h", "ks_gemm.h", "ks_rnn.h", "ks_rnn_cell.h"]}
+    library["cuda"] = ["ks_attention.cuh", "ks_rnn.cuh", "ks_rnn_cell.h"]
+    assert sorted(cpu.solution_files()) == ["binding.cpp", "kernels/copy.cpp"] + [
+        f"kernels/{name}" for name in library["cpu"]
+    ] + ["model_new.py"]
+    assert sorted(cuda.solution_files()) == ["binding.cpp", "kernels/copy.cu"] + [
+        f"kernels/{name}" for name in library["cuda"]
+    ] + ["model_new.py"]
+    assert cpu.holds_the_starter() and cuda.holds_the_starter()
     assert (cpu.root / "problem.py").read_text() == relu_problem.read_text()
     assert "No PyTorch fallbacks" in (cpu.root / "SKILL.md").read_text()
     assert "STABLE_TORCH_LIBRARY(KS_NAMESPACE" in cuda.solution_files()["binding.cpp"]
@@ -97,3 +105,19 @@ def test_the_workspace_form_of_solution_py_holds_the_sources_exactly(tmp_path):
 
     assert json.loads(out) == TRICKY
     assert "'binding.cpp': r'''" in source  # readable where exact
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_kernel_library_holds_every_header_its_headers_include(device):
+    import re
+
+    from agent.library import library_files
+
+    files = library_files(device)
+    for path, text in files.items():
+        for name in re.findall(r'#include "([^"]+)"', text):
+            assert f"kernels/{name}" in files, f"{path} includes {name}, which the {device} library lacks"
+    assert all(
+        f"`{path.removeprefix('kernels/')}`" in (Path(__file__).parents[2] / "agent/SKILL.md").read_text()
+        for path in files
+    )  # SKILL.md names each header

@@ -1,0 +1,29 @@
+"""The kernel library a fresh workspace starts with: headers in kernels/ that solutions include instead of writing
+them (the attention and RNN families' kernels, and on the CPU target OpenBLAS GEMMs and convolutions)."""
+
+import functools
+from pathlib import Path
+
+HEURISTIC = Path(__file__).with_name("heuristic")
+# {device: {name under kernels/: the file it is copied from}}; each set is closed under its own #includes
+HEADERS = {
+    "cuda": {
+        "ks_attention.cuh": HEURISTIC / "dag" / "ks_attention.cuh",
+        "ks_rnn.cuh": HEURISTIC / "dag" / "ks_rnn.cuh",
+        "ks_rnn_cell.h": HEURISTIC / "dag" / "ks_rnn_cell.h",
+    },
+    "cpu": {
+        "ks_attention.h": HEURISTIC / "dag" / "ks_attention.h",
+        "ks_rnn.h": HEURISTIC / "dag" / "ks_rnn.h",
+        "ks_rnn_cell.h": HEURISTIC / "dag" / "ks_rnn_cell.h",
+        "ks_blas.h": HEURISTIC / "ks_blas.h",
+        "ks_gemm.h": HEURISTIC / "ks_gemm.h",
+        "ks_conv.h": HEURISTIC / "ks_conv.h",
+    },
+}
+
+
+@functools.lru_cache(maxsize=None)
+def library_files(device):
+    """{kernels/NAME: text} of the library headers a DEVICE workspace starts with."""
+    return {f"kernels/{name}": path.read_text() for name, path in HEADERS[device].items()}
