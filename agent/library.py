@@ -1,5 +1,6 @@
 """The kernel library a fresh workspace starts with: headers in kernels/ that solutions include instead of writing
-them (the attention and RNN families' kernels, and on the CPU target OpenBLAS GEMMs and convolutions)."""
+them (the binding's argument checks, the attention and RNN families' kernels, and on the CPU target OpenBLAS GEMMs
+and convolutions)."""
 
 import functools
 from pathlib import Path
@@ -8,11 +9,13 @@ HEURISTIC = Path(__file__).with_name("heuristic")
 # {device: {name under kernels/: the file it is copied from}}; each set is closed under its own #includes
 HEADERS = {
     "cuda": {
+        "ks_checks.h": HEURISTIC / "ks_checks.h",
         "ks_attention.cuh": HEURISTIC / "dag" / "ks_attention.cuh",
         "ks_rnn.cuh": HEURISTIC / "dag" / "ks_rnn.cuh",
         "ks_rnn_cell.h": HEURISTIC / "dag" / "ks_rnn_cell.h",
     },
     "cpu": {
+        "ks_checks.h": HEURISTIC / "ks_checks.h",
         "ks_attention.h": HEURISTIC / "dag" / "ks_attention.h",
         "ks_rnn.h": HEURISTIC / "dag" / "ks_rnn.h",
         "ks_rnn_cell.h": HEURISTIC / "dag" / "ks_rnn_cell.h",

@@ -1,7 +1,7 @@
 """Plan -> native workspace files (binding.cpp with the stable ABI, kernels/, model_new.py) for CUDA or C++: each
 stage's kernels written by its family (families/), chained in one file, with the binding and model_new.py."""
 
-from agent.heuristic.emit import CPP_PRELUDE, template
+from agent.heuristic.emit import BINDING_CHECKS, CPP_PRELUDE, template
 from agent.heuristic.families import FAMILIES
 from agent.heuristic.families.binding import batch_argument, binding, model_new
 from agent.heuristic.families.binding import tensor_args as _tensor_args  # noqa: F401 -- the tests' name
@@ -33,7 +33,14 @@ def _chained(sources, prelude):
 def workspace_files(plan, device, problem_source, block=256):
     """The workspace's files of PLAN (a chain's or a DAG's) for DEVICE: kernels that read the batch size at run time
     where the plans at three batch sizes allow it (batch.py), else the problem's shapes, with the reason in the
-    binding's errors."""
+    binding's errors. The headers they include are among them, those of the kernel library too."""
+    files = _batch_general_files(plan, device, problem_source, block)
+    if BINDING_CHECKS in files["binding.cpp"]:
+        files["kernels/ks_checks.h"] = template("ks_checks.h")
+    return files
+
+
+def _batch_general_files(plan, device, problem_source, block):
     from agent.heuristic.batch import Specialized, merge, merge_python, runtime_kernels
 
     batch = getattr(plan, "batch_plans", None) or {"reason": "planned without the batch sizes' analysis"}

@@ -173,31 +173,8 @@ def shapes_note(reason=None):
     return f" (these kernels were written for the problem's shapes only: {reason[:300]})"
 
 
-# The binding's checks of its arguments: an input against every dim these kernels take (its dim 0 an expression of
-# the batch size where they read it at run time), a parameter or buffer against its element count.
-BINDING_CHECKS = r"""
-static std::string ks_shape(const int64_t* sizes, int64_t rank) {
-    std::string text = "[";
-    for (int64_t d = 0; d < rank; ++d) text += (d ? ", " : "") + std::to_string(sizes[d]);
-    return text + "]";
-}
-
-static void check(const Tensor& t, std::initializer_list<int64_t> shape, const char* name) {
-    bool same = t.dim() == (int64_t)shape.size();
-    for (int64_t d = 0; same && d < t.dim(); ++d) same = t.sizes()[d] == shape.begin()[d];
-    if (!same)
-        throw std::runtime_error(std::string(name) + ": expected shape " + ks_shape(shape.begin(), shape.size()) +
-                                 ", got " + ks_shape(t.sizes().data(), t.dim()) + KS_SHAPES);
-    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
-}
-
-static void check_numel(const Tensor& t, int64_t numel, const char* name) {
-    if (t.numel() != numel)
-        throw std::runtime_error(std::string(name) + ": expected " + std::to_string(numel) + " elements, got " +
-                                 std::to_string(t.numel()) + KS_SHAPES);
-    if (!t.is_contiguous()) throw std::runtime_error(std::string(name) + " must be contiguous");
-}
-"""
+# The binding's checks of its arguments (ks_checks.h, a header of the kernel library every workspace starts with).
+BINDING_CHECKS = '#include "kernels/ks_checks.h"\n'
 
 
 def binding_checks(args, reason):

@@ -113,3 +113,25 @@ def test_a_cpu_solution_calling_openblas_packages_and_its_package_passes_its_tes
     check = check_package(result.sdist, tmp_path / "check")  # built from the sdist in a fresh environment
     assert check.ok, check.log
     assert "test_model_new_compiles_without_graph_breaks PASSED" in check.log
+
+
+def test_the_teacher_includes_the_library_writes_only_its_own_files_and_the_export_still_runs(tmp_path):
+    from agent.loop import Episode, EpisodeConfig, save
+    from agent.policies.heuristic import HeuristicPolicy
+
+    problem = tmp_path / "problem.py"
+    problem.write_text(LINEAR_GELU)
+    fast = EvalConfig(device="cpu", trials=2, compiled_baseline=False, time_budget_s=0.2, timeout_s=300)
+    config = EpisodeConfig(device="cpu", eval=fast, max_turns=8)
+    trajectory = Episode(problem, HeuristicPolicy(), tmp_path / "out" / "workspace", config).run()
+    assert trajectory.verdict["correct"], trajectory.verdict.get("log", "")[-2000:]
+    written = {c.arguments["path"] for turn in trajectory.turns for c in turn.tool_calls if c.name == "write_file"}
+    assert written == {
+        "binding.cpp",
+        "kernels/fused.cpp",
+        "model_new.py",
+    }  # ks_checks.h, ks_gemm.h, ks_blas.h: the library's
+    assert '#include "kernels/ks_checks.h"' in trajectory.best["files"]["binding.cpp"]
+    save(trajectory, tmp_path / "out")  # solution.py: every included header inlined, built by load_inline
+    exported = evaluate(problem, tmp_path / "out" / "solution.py", fast)
+    assert exported.status == "ok" and exported.correct, exported.log[-2000:]
