@@ -82,7 +82,6 @@ EXTRA = (
     aten.rrelu_with_noise.default,
     aten.celu.default,
     aten.selu.default,
-    aten.prelu.default,
     aten.native_dropout.default,
     aten.masked_fill.Scalar,
     aten.masked_fill.Tensor,
@@ -124,7 +123,17 @@ def _decomposition_table():
     for op in EXTRA:
         if op in decomposition_table and op not in KEPT:
             table[op] = decomposition_table[op]
+    table[aten.prelu.default] = _prelu
     return table
+
+
+def _prelu(x, weight):
+    """PReLU with its weight (one value, or one per channel: dim 1) viewed against X: torch's own decomposition
+    broadcasts it with prims.broadcast_in_dim, an aliasing prim that export cannot functionalize."""
+    shape = [1] * x.dim()
+    if x.dim() >= 2:
+        shape[1] = weight.numel()
+    return torch.where(x > 0, x, x * weight.reshape(shape))
 
 
 def _arg(value):

@@ -573,6 +573,30 @@ def get_init_inputs():
     return []
 """
 
+# nn.PReLU, one weight per channel and one shared: torch's own decomposition broadcasts the weight with an aliasing
+# prim export cannot functionalize (capture.py writes its own).
+PRELU = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.per_channel = nn.PReLU(channels)
+        self.shared = nn.PReLU(init=0.1)
+
+    def forward(self, x):
+        return self.shared(self.per_channel(x) - 0.5)
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 20)]
+
+
+def get_init_inputs():
+    return [8]
+"""
+
 
 def plan_of(tmp_path, source):
     problem = tmp_path / "problem.py"
@@ -603,6 +627,7 @@ CASES = [
     ("gru_partial_rotary", GRU_PARTIAL_ROTARY, "rnn"),
     ("circular_padding", CIRCULAR_PADDING, "loop"),
     ("medians", MEDIANS, "loop"),
+    ("prelu", PRELU, "loop"),
 ]
 
 
