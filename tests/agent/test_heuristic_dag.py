@@ -596,6 +596,30 @@ def get_inputs():
 def get_init_inputs():
     return [8]
 """
+# An RNN over a transposed copy: the planner's own reshape of the RNN's input to [steps * batch, features] cannot be a
+# view of the transposed storage (reshape copies then, without an error, and the copy's strides map nothing).
+CHANNELS_FIRST_RNN = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.rnn = nn.RNN(features, hidden, batch_first=True)
+
+    def forward(self, x):
+        # channels first in and out, as a convolutional stack holds its features
+        y, _ = self.rnn(x.transpose(1, 2).contiguous())
+        return y.transpose(1, 2).contiguous()
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 12)]
+
+
+def get_init_inputs():
+    return [8, 16]
+"""
 
 
 def plan_of(tmp_path, source):
@@ -628,6 +652,7 @@ CASES = [
     ("circular_padding", CIRCULAR_PADDING, "loop"),
     ("medians", MEDIANS, "loop"),
     ("prelu", PRELU, "loop"),
+    ("channels_first_rnn", CHANNELS_FIRST_RNN, "rnn"),
 ]
 
 

@@ -174,6 +174,15 @@ def _dims(dims, rank):
     return sorted({d % max(rank, 1) for d in dims})
 
 
+def _as_view(fn, source, args):
+    """fn(source, *args) as a view of SOURCE's storage, else RuntimeError: reshape and flatten copy, without an error,
+    what their strides cannot express (a reshape after a transpose), and a copy's strides map nothing onto the base."""
+    out = fn(source, *args)
+    if out.untyped_storage()._cdata != source.untyped_storage()._cdata:
+        raise RuntimeError(f"{fn} copies a tensor of strides {list(source.stride())}")
+    return out
+
+
 class Lowering:
     def __init__(self, graph_json):
         self.json = graph_json
@@ -263,7 +272,7 @@ class Lowering:
         fn = getattr(torch.ops.aten, op[0]).default if op[1] == "" else getattr(getattr(torch.ops.aten, op[0]), op[1])
         source = torch.empty(base.numel, device="meta").as_strided(x.shape, strides, offset)
         try:
-            out = fn(source, *args)
+            out = _as_view(fn, source, args)
         except RuntimeError:  # not expressible as strides of the base (a view after a permute): map onto x itself
             base, strides, offset = x, contiguous_strides(x.shape), 0
             out = fn(torch.empty(x.shape, device="meta"), *args)
@@ -274,7 +283,7 @@ class Lowering:
         if root.kind == "view" and root is not base:  # a view of a fresh root: its map of eager's storage too
             source = torch.empty(root.numel, device="meta").as_strided(x.shape, eager_strides, eager_offset)
             try:
-                mapped = fn(source, *args)
+                mapped = _as_view(fn, source, args)
                 eager = {"eager": (root, list(mapped.stride()), int(mapped.storage_offset()))}
             except RuntimeError:
                 eager = {}
