@@ -620,6 +620,30 @@ def get_inputs():
 def get_init_inputs():
     return [8, 16]
 """
+# A convolution reading a reshape of a batched product's buffer ([batch * 8, 32, 1] read as [batch, 8, 32]): its
+# geometry is its operand's, not the buffer's.
+MIXED_EXPERTS_CONV = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.experts = nn.Parameter(torch.randn(4, 16, 32) / 4)
+        self.conv = nn.Conv1d(8, 6, kernel_size=3)
+
+    def forward(self, h, weights):
+        # the experts' outputs mixed by their weights: a batched product whose result the convolution reads reshaped
+        return self.conv(torch.einsum("bcef,efd,bce->bcd", h, self.experts, weights))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 4, 16), torch.softmax(torch.randn(2, 8, 4), dim=-1)]
+
+
+def get_init_inputs():
+    return []
+"""
 
 
 def plan_of(tmp_path, source):
@@ -653,6 +677,7 @@ CASES = [
     ("medians", MEDIANS, "loop"),
     ("prelu", PRELU, "loop"),
     ("channels_first_rnn", CHANNELS_FIRST_RNN, "rnn"),
+    ("mixed_experts_conv", MIXED_EXPERTS_CONV, "conv"),
 ]
 
 

@@ -250,8 +250,9 @@ class Writer:
         self.functions.append((name, list(dict.fromkeys([a, b])), "float", source, kernel))
 
     def conv(self, kernel):
+        # the geometry is the operands' own: a buffer they are read from may be of another shape (a reshape's base)
         node, layout = kernel.node, kernel.layout
-        x, w = layout["x"], layout["w"]
+        x, w = node.args
         dims = len(x.shape) - 2
         conv = {
             "transposed": node.attrs["transposed"],
@@ -293,7 +294,8 @@ class Writer:
             "\n".join(includes) + f"\nnamespace ns_{node.name} {{\n{body}\n}}\n"
             f"void {name}({signature}) {{ ns_{node.name}::{call} }}\n"
         )
-        self.functions.append((name, [self.plan.buffers[x.name], self.plan.buffers[w.name]], "float", source, kernel))
+        buffers = [self.plan.buffers[layout["x"].name], self.plan.buffers[layout["w"].name]]
+        self.functions.append((name, buffers, "float", source, kernel))
 
     def write(self):
         self.fused = set()  # loop nodes a GEMM finished in its epilogue
