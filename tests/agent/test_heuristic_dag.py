@@ -644,6 +644,24 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# i0 past ln(FLT_MAX) ~ 88.72: infinite, as torch's float i0 (its exp(|x|) overflows first).
+I0_OF_RUNNING_SUMS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        # running sums of sinh grow past 88.7, where float32's I0 overflows
+        return torch.i0(torch.cumsum(torch.sinh(x), dim=-1))
+
+
+def get_inputs():
+    return [torch.randn(16, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
 
 
 def plan_of(tmp_path, source):
@@ -678,6 +696,7 @@ CASES = [
     ("prelu", PRELU, "loop"),
     ("channels_first_rnn", CHANNELS_FIRST_RNN, "rnn"),
     ("mixed_experts_conv", MIXED_EXPERTS_CONV, "conv"),
+    ("i0_of_running_sums", I0_OF_RUNNING_SUMS, "scan"),
 ]
 
 
@@ -777,6 +796,7 @@ NVCC = shutil.which("nvcc")
         ("losses", LOSSES),
         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
         ("stage_chain_softmax", CUMSUM.replace("torch.cumsum(x * 2.0, dim=1)", "torch.softmax(x * 2.0, dim=1) + 1.0")),
+        ("i0_of_running_sums", I0_OF_RUNNING_SUMS),
     ],
 )
 def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source):

@@ -39,14 +39,16 @@ EXTRA_FLOAT_UNARY = {
     "relu6": FLOAT_UNARY["relu6"],
     "bitwise_not": "(!({x}))",
     # the modified Bessel function I0 (Abramowitz & Stegun 9.8.1-2, relative error under 2e-7), the same C on both
-    # targets
+    # targets; infinite past ln(FLT_MAX) as torch's float i0, whose exp(|x|) overflows first, and exp(|x|) as
+    # exp(|x| / 2)^2 below it (the C++ target's expf saturates at 88)
     "i0": "(fabsf({x}) <= 3.75f ? 1.0f + (({x}) / 3.75f) * (({x}) / 3.75f) * (3.5156229f + (({x}) / 3.75f) * "
     "(({x}) / 3.75f) * (3.0899424f + (({x}) / 3.75f) * (({x}) / 3.75f) * (1.2067492f + (({x}) / 3.75f) * "
     "(({x}) / 3.75f) * (0.2659732f + (({x}) / 3.75f) * (({x}) / 3.75f) * (0.0360768f + (({x}) / 3.75f) * "
-    "(({x}) / 3.75f) * 0.0045813f))))) : expf(fabsf({x})) / sqrtf(fabsf({x})) * (0.39894228f + (3.75f / "
+    "(({x}) / 3.75f) * 0.0045813f))))) : fabsf({x}) > 88.7228317f ? INFINITY : expf(0.5f * "
+    "fabsf({x})) * (expf(0.5f * fabsf({x})) / sqrtf(fabsf({x})) * (0.39894228f + (3.75f / "
     "fabsf({x})) * (0.01328592f + (3.75f / fabsf({x})) * (0.00225319f + (3.75f / fabsf({x})) * (-0.00157565f + "
     "(3.75f / fabsf({x})) * (0.00916281f + (3.75f / fabsf({x})) * (-0.02057706f + (3.75f / fabsf({x})) * "
-    "(0.02635537f + (3.75f / fabsf({x})) * (-0.01647633f + (3.75f / fabsf({x})) * 0.00392377f)))))))))",
+    "(0.02635537f + (3.75f / fabsf({x})) * (-0.01647633f + (3.75f / fabsf({x})) * 0.00392377f))))))))))",
 }
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
