@@ -596,6 +596,28 @@ def get_inputs():
 def get_init_inputs():
     return [8]
 """
+# erfinv (C++: ks_erfinv.h), into erfc and a log-sum-exp scan, and at and past +-1: +-inf and NaN where torch's are.
+ERFINV = """import math
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, p, x):
+        # the normal quantile of p, a log-sum-exp of its tail, and erfinv at and past +-1 (+-inf, NaN)
+        z = torch.erfinv(2.0 * p - 1.0) * math.sqrt(2.0)
+        tail = torch.logcumsumexp(torch.erfc(z), dim=-1)
+        return torch.cat([tail, torch.erfinv(x.clamp(-1.0, 1.0)), torch.erfinv(x)], dim=1)
+
+
+def get_inputs():
+    return [torch.rand(8, 64) * 0.98 + 0.01, torch.randn(8, 64) * 0.8]
+
+
+def get_init_inputs():
+    return []
+"""
 # An RNN over a transposed copy: the planner's own reshape of the RNN's input to [steps * batch, features] cannot be a
 # view of the transposed storage (reshape copies then, without an error, and the copy's strides map nothing).
 CHANNELS_FIRST_RNN = """import torch
@@ -694,6 +716,7 @@ CASES = [
     ("circular_padding", CIRCULAR_PADDING, "loop"),
     ("medians", MEDIANS, "loop"),
     ("prelu", PRELU, "loop"),
+    ("erfinv", ERFINV, "scan"),
     ("channels_first_rnn", CHANNELS_FIRST_RNN, "rnn"),
     ("mixed_experts_conv", MIXED_EXPERTS_CONV, "conv"),
     ("i0_of_running_sums", I0_OF_RUNNING_SUMS, "scan"),
@@ -796,6 +819,7 @@ NVCC = shutil.which("nvcc")
         ("losses", LOSSES),
         ("embedding_mean_pool", EMBEDDING_MEAN_POOL),
         ("stage_chain_softmax", CUMSUM.replace("torch.cumsum(x * 2.0, dim=1)", "torch.softmax(x * 2.0, dim=1) + 1.0")),
+        ("erfinv", ERFINV),
         ("i0_of_running_sums", I0_OF_RUNNING_SUMS),
     ],
 )
@@ -815,6 +839,8 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
             files["kernels/fused.cu"].count("= ks_online(") == 3
             and "return ks_merge(a, b)" in files["kernels/fused.cu"]
         )
+    if name == "erfinv":  # CUDA's own erfinvf; ks_erfinv.h is the C++ target's
+        assert "erfinvf(" in files["kernels/fused.cu"] and "kernels/ks_erfinv.h" not in files
     if name == "long_scans":  # a block per line, its threads' totals combined by warp shuffles
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
         # float32 sums and products accumulate in double: a tile's partial product leaves float's range sooner

@@ -114,6 +114,7 @@ class Emitter:
         self.count = 0
         self.double = accumulate_double  # sums kept in double (the CPU target: no cost, less rounding)
         self.computing = None  # the node the current kernel writes: computed, not read from its own buffer
+        self.headers = set()  # the C++ headers of kernels/ that the expressions written so far call
 
     def fresh(self, prefix):
         self.count += 1
@@ -231,6 +232,8 @@ class Emitter:
             return f"(({args[0]}) == 0.0f ? 0.0f : ({args[0]}) * logf({args[1]}))"
         if op == "nextafter":
             return f"nextafterf({args[0]}, {args[1]})"
+        if op == "erfinv":
+            return self._erfinv(args[0], node.dtype)
         if op in FLOAT_BINARY:
             return FLOAT_BINARY[op].format(a=args[0], b=args[1])
         if op in EXTRA_FLOAT_UNARY:
@@ -238,6 +241,13 @@ class Emitter:
         if op in FLOAT_UNARY and "{" not in FLOAT_UNARY[op].replace("{x}", ""):
             return FLOAT_UNARY[op].format(x=args[0])
         raise Unsupported(f"operator {op} has no C form in the heuristic")
+
+    def _erfinv(self, x, dtype):
+        """CUDA's erfinvf / erfinv; C++ has none: ks_erfinv.h's."""
+        if self.device == "cuda":
+            return f"erfinvf({x})" if dtype == "float32" else f"erfinv({x})"
+        self.headers.add("ks_erfinv.h")
+        return f"ks_erfinvf({x})" if dtype == "float32" else f"ks_erfinv({x})"
 
     def _cat(self, scope, node, index):
         dim, sizes = node.attrs["dim"], node.attrs["sizes"]

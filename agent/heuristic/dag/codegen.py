@@ -310,7 +310,11 @@ class Writer:
             if n.kind == "constant"
         )
         sources = [f[3] for f in self.functions]
-        includes = sorted({line for s in sources for line in s.splitlines() if line.startswith("#include")})
+        self.headers |= self.emitter.headers
+        includes = sorted(
+            {line for s in sources for line in s.splitlines() if line.startswith("#include")}
+            | {f'#include "{header}"' for header in self.emitter.headers}
+        )
         sources = [
             "\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n" for s in sources
         ]
@@ -678,6 +682,8 @@ def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=N
     }
     for header in writer.headers:
         files[f"kernels/{header}"] = (
-            attention.template_text(header) if header.startswith(("ks_attention", "ks_rnn")) else template(header)
+            attention.template_text(header)
+            if header.startswith(("ks_attention", "ks_rnn", "ks_erfinv"))
+            else template(header)
         )
     return files

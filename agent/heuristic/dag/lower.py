@@ -40,6 +40,7 @@ UNARY_FLOAT = {
     "trunc",
     "erf",
     "erfc",
+    "erfinv",
     "exp2",
     "expm1",
     "log2",
