@@ -215,3 +215,17 @@ def test_long_scans_and_wide_reductions_are_shared_by_a_block_on_cuda(fast_proto
     assert verdict["reward"] >= 1
     marker, count = BLOCK_SHARED[name]
     assert (tmp_path / "workspace" / "kernels" / "fused.cu").read_text().count(marker) >= count
+
+
+# The teacher's failures of 2026-11-28 (issue 16), as user-style modules of tests/agent/test_heuristic_dag.py: PReLU's
+# capture, erfinv (CUDA's erfinvf), an RNN's input reshaped after a transpose, a cuDNN convolution reading a reshaped
+# product, i0 on float32's overflow edge.
+TEACHER_FAILURES = ("prelu", "erfinv", "channels_first_rnn", "mixed_experts_conv", "i0_of_running_sums")
+
+
+@pytest.mark.parametrize("name", TEACHER_FAILURES)
+def test_the_teachers_failed_constructs_are_correct_on_cuda(fast_protocol, record_verdict, tmp_path, name):
+    verdict = run_on_cuda(
+        _cpu_cases()[name], name, "heuristic (DAG, teacher failures)", fast_protocol, record_verdict, tmp_path
+    )
+    assert verdict["reward"] >= 1
