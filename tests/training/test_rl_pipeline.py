@@ -216,3 +216,22 @@ def test_an_evaluation_that_did_not_finish_is_kept_aside_and_run_afresh(tmp_path
     assert kept == ["0-rft.unfinished-1", "0-rft.unfinished-2"]
     assert (folder.parent / "0-rft.unfinished-2/000-task/workspace/kernel.cu").read_text() == "attempt 2"
     assert set_aside_unfinished(tmp_path / "never-run") == tmp_path / "never-run"
+
+
+def test_an_evaluation_under_the_time_limit_gives_each_episode_its_share_of_the_time_left():
+    from training.rl import config as run_config
+    from training.rl.rollouts import episode_config
+    from training.rl.runtime import EVAL_MIN_WALL_CLOCK_S, eval_wall_clock
+
+    config = run_config.override(
+        run_config.load(ROOT / "training/configs/toy.yaml"), ["rollouts.workers=24", "rollouts.backend=inprocess"]
+    )
+    assert eval_wall_clock(600, 26, config.rollouts) == pytest.approx(0.9 * 600 / 2)  # two waves of 24 at most
+    assert eval_wall_clock(600, 24, config.rollouts) == pytest.approx(0.9 * 600)
+    assert eval_wall_clock(10, 26, config.rollouts) == EVAL_MIN_WALL_CLOCK_S
+    on_rq = run_config.override(config, ["rollouts.backend=rq"])
+    assert eval_wall_clock(600, 26, on_rq.rollouts) == pytest.approx(0.9 * 600)  # RQ workers run them all at once
+    assert episode_config(config, "actor", 270.0).wall_clock_s == 270.0
+    assert episode_config(config, "actor").wall_clock_s == config.episode.wall_clock_s
+    tighter = run_config.override(config, ["episode.wall_clock_s=100"])
+    assert episode_config(tighter, "actor", 270.0).wall_clock_s == 100  # the section's own budget when tighter

@@ -94,11 +94,15 @@ class LivePolicy(TransformersPolicy):
         return g.prompt_token_ids + g.response_token_ids + self.tokenizer(tail, add_special_tokens=False)["input_ids"]
 
 
-def episode_config(config, who="actor"):
+def episode_config(config, who="actor", wall_clock_s=None):
     """agent.loop's EpisodeConfig from the run's `episode` section, for WHO acts: the heuristic's episodes (the
-    RFT data) get rft.heuristic_max_turns when that is more, since it needs about six turns to submit."""
+    RFT data) get rft.heuristic_max_turns when that is more, since it needs about six turns to submit. WALL_CLOCK_S:
+    a budget of turn time tighter than the section's (an evaluation under the run's time limit)."""
     e = config.episode
-    return e.episode(max_turns=max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns)
+    turns = max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns
+    if wall_clock_s is None or (e.wall_clock_s is not None and e.wall_clock_s <= wall_clock_s):
+        return e.episode(max_turns=turns)
+    return e.episode(max_turns=turns, wall_clock_s=wall_clock_s)
 
 
 def run_episode(problem, out, policy, options, episode):
@@ -125,6 +129,7 @@ class Rollouts:
         self.server = None
         self.failures = 0
         self.temperature = None  # the actor's sampling temperature when not episode.temperature (evaluations)
+        self.wall_clock_s = None  # each episode's turn time when tighter than episode.wall_clock_s (evaluations)
 
     # -- the policy ---------------------------------------------------------------------------------------------
     def sync(self, actor, accelerator=None):
@@ -242,7 +247,9 @@ class Rollouts:
         if isinstance(policy, tuple):
             policy = make_policy(policy[0], **policy[1])
         try:
-            trajectory = Episode(task.path, policy, out / "workspace", episode_config(self.config, who)).run()
+            trajectory = Episode(
+                task.path, policy, out / "workspace", episode_config(self.config, who, self.wall_clock_s)
+            ).run()
         except (PolicyError, SandboxError, GenerationError, OSError, ValueError) as exc:
             log.warning("episode of %s (%s) failed: %s", task.name, who, exc)
             return f"{task.name}: {exc}"
@@ -259,7 +266,7 @@ class Rollouts:
         """RQ jobs running one episode each, on the configured queue."""
         queue = self._queue()
         name, options = self._policy(who)
-        episode = episode_config(self.config, who).to_json()
+        episode = episode_config(self.config, who, self.wall_clock_s).to_json()
         return [
             queue.enqueue(
                 run_episode,

@@ -181,6 +181,8 @@ class Run:
         chosen = [held[i % len(held)] for i in range(n)]
         rollouts = self.rollouts()
         rollouts.temperature = self.config.eval_temperature
+        if self.deadline is not None:  # a figure within the time left, its episodes cut short where they must be
+            rollouts.wall_clock_s = eval_wall_clock(self.deadline - time.monotonic(), n, self.config.rollouts)
         rollouts.sync(actor, self.accelerator)
         step = len([r for r in _records(self.dir) if r["stage"] == "eval"])
         label = after if ppo_steps is None else f"{after}-{ppo_steps}"
@@ -202,10 +204,23 @@ class Run:
                 ),
                 **episode_stats(trajectories),
                 "rollout_failures": rollouts.failures,
+                "episode_wall_clock_s": rollouts.wall_clock_s,
+                "stopped_by_wall_clock": sum(t.stop_reason == "wall_clock" for t in trajectories),
             },
         )
         metrics.close()
         return record
+
+
+EVAL_MIN_WALL_CLOCK_S = 60.0  # an evaluation's episodes get at least this much turn time, deadline or not
+
+
+def eval_wall_clock(left_s, episodes, rollouts):
+    """Each evaluation episode's turn time when LEFT_S seconds remain: EPISODES run in waves of rollouts.workers
+    (inprocess; RQ workers are elsewhere, all at once), each wave's share less a tenth for the last turn's overrun
+    and the record (a turn under way is finished, not cut)."""
+    waves = -(-episodes // max(1, rollouts.workers)) if rollouts.backend == "inprocess" else 1
+    return max(EVAL_MIN_WALL_CLOCK_S, 0.9 * left_s / waves)
 
 
 def set_aside_unfinished(folder):
