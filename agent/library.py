@@ -22,6 +22,7 @@ HEADERS = {
         "ks_blas.h": HEURISTIC / "ks_blas.h",
         "ks_gemm.h": HEURISTIC / "ks_gemm.h",
         "ks_conv.h": HEURISTIC / "ks_conv.h",
+        "ks_erfinv.h": HEURISTIC / "dag" / "ks_erfinv.h",
     },
 }
 

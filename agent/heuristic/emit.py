@@ -53,18 +53,25 @@ CPP_PRELUDE = r"""#include <cstdint>
 // Branch-free float math, so that `omp simd` loops vectorize instead of calling scalar libm per element.
 // Clamps as comparisons: std::fmin/fmax keep NaN semantics and become libm calls the vectorizer cannot use.
 static inline float ks_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+static inline float ks_pow2(int32_t k) {  // 2^k for k in [-126, 127]
+    const int32_t bits = (k + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return scale;
+}
+// exp over float's whole range: 2^k applied in two halves, so that results past 2^127 round to inf and those
+// under 2^-126 to float's subnormals and 0, as libm's; NaN stays NaN.
 static inline float ks_expf(float x) {
-    x = ks_clamp(x, -87.0f, 88.0f);
-    const float k = std::floor(x * 1.44269504088896341f + 0.5f);
-    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    const float c = ks_clamp(x, -104.0f, 88.7228394f);
+    const float k = std::floor(c * 1.44269504088896341f + 0.5f);
+    const float r = c - k * 0.693359375f + k * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f; p = p * r + 8.3334519073e-3f; p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f; p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    const int32_t bits = ((int32_t)k + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    const int32_t half = (int32_t)k / 2;
+    const float e = p * ks_pow2(half) * ks_pow2((int32_t)k - half);
+    return x != x ? x : (x > 88.7228394f ? INFINITY : e);
 }
 static inline float ks_erff(float x) {
     // Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7.

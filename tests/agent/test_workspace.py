@@ -22,7 +22,16 @@ def test_workspace_starts_with_the_problem_the_skill_and_a_native_starter(tmp_pa
     cpu = Workspace.create(tmp_path / "cpu", relu_problem, "cpu")
     cuda = Workspace.create(tmp_path / "cuda", relu_problem, "cuda")
     library = {
-        "cpu": ["ks_attention.h", "ks_blas.h", "ks_checks.h", "ks_conv.h", "ks_gemm.h", "ks_rnn.h", "ks_rnn_cell.h"]
+        "cpu": [
+            "ks_attention.h",
+            "ks_blas.h",
+            "ks_checks.h",
+            "ks_conv.h",
+            "ks_erfinv.h",
+            "ks_gemm.h",
+            "ks_rnn.h",
+            "ks_rnn_cell.h",
+        ]
     }
     library["cuda"] = ["ks_attention.cuh", "ks_checks.h", "ks_rnn.cuh", "ks_rnn_cell.h"]
     assert sorted(cpu.solution_files()) == ["binding.cpp", "kernels/copy.cpp"] + [
