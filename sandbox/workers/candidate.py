@@ -32,6 +32,7 @@ from sandbox.workers.common import (
     error_text,
     is_cuda_fault,
     select,
+    special_values,
     setup_device,
     synchronize,
 )
@@ -195,7 +196,10 @@ class Candidate:
             fallbacks=fallbacks or {},
         )
         order = self.channel.recv()
-        save_tensors(select(tensors, order.get("sample_seed"), self.config.sample_elements), order["path"])
+        saved = select(tensors, order.get("sample_seed"), self.config.sample_elements)
+        if order.get("special"):
+            saved += special_values(tensors)
+        save_tensors(saved, order["path"])
         self.channel.send("saved")
         return tensors
 

@@ -129,6 +129,28 @@ def sample_indices(numel, seed, count):
     return torch.randint(0, numel, (min(count, numel),), generator=gen)
 
 
+SPECIAL_LIMIT = 1 << 22  # the most NaN/Inf positions a sampled output sends, in all its tensors
+_nonzero, _isfinite_all = torch.nonzero, torch.isfinite  # taken before any solution is imported
+
+
+def special_values(tensors):
+    """Two tensors for each of TENSORS: the flat positions of its NaN and Inf values and those values (none for an
+    integer tensor); past SPECIAL_LIMIT positions in all, [-1] in place of the positions."""
+    out, sent = [], 0
+    for t in tensors:
+        flat = t.detach().reshape(-1)
+        if flat.is_floating_point():
+            where = _nonzero(~_isfinite_all(flat)).reshape(-1)
+        else:
+            where = flat.new_empty(0, dtype=torch.long)
+        sent += where.numel()
+        if sent > SPECIAL_LIMIT:
+            out += [torch.tensor([-1]), flat.new_empty(0).cpu()]
+            continue
+        out += [where.cpu(), flat[where].cpu()]
+    return out
+
+
 def select(tensors, sample_seed, count):
     """Full CPU copies when SAMPLE_SEED is None, else the sampled elements of each tensor."""
     if sample_seed is None:

@@ -19,7 +19,7 @@ import torch
 
 from sandbox import settings, timing_lock
 from sandbox.config import EvalConfig
-from sandbox.correctness import compare, precise_errors
+from sandbox.correctness import Comparison, compare, compare_special, precise_errors
 from sandbox.problem import make_inputs, tensors_of, variant_inputs
 from sandbox.timing import measure
 from sandbox.transfer import load_tensors
@@ -185,8 +185,21 @@ def serve(channel):
         inputs = None
         expected = select(reference, msg.get("sample_seed"), config.sample_elements)
         got = load_tensors(msg["path"])
-        result = compare(expected, got, config.atol, config.rtol).to_json()
-        if not result["ok"] and config.precision_check and 0 < result["mismatched"] <= SETTLED * result["compared"]:
+        special = None
+        if msg.get("special"):  # NaN/Inf in a sampled output: every position of them, after the sample
+            got, specials = got[: len(reference)], got[len(reference) :]
+            special = (
+                compare_special(reference, specials)
+                if len(specials) == 2 * len(reference)
+                else Comparison(False, "the output's NaN/Inf positions did not come back whole", mismatched=1)
+            )
+        result = (special or compare(expected, got, config.atol, config.rtol)).to_json()
+        if (
+            special is None
+            and not result["ok"]
+            and config.precision_check
+            and 0 < result["mismatched"] <= SETTLED * result["compared"]
+        ):
             # The FP32 reference can be the one that is off (cuDNN's RNNs and convolutions take TF32 by default, a
             # division by a near-zero input magnifies its rounding): float64 settles it. Only a few values apart:
             # that is rounding; an output mostly off is a wrong kernel, and is not run again in float64.

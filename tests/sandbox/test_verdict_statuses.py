@@ -197,3 +197,51 @@ def test_violation_for_torch_compute_in_forward(run_eval, files, elementwise):
     v = _failed(run_eval(elementwise, files.solution(source)), "violation")
     assert any("aten::relu" in s and "aten::add" in s for s in v.violations), v.violations
     assert v.runtime_ms is not None  # it was correct and timed; the violation alone takes the reward away
+
+
+OVERFLOW = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 60.0)  # float32's exp overflows to inf past x = 1.48: about 7% of the values
+
+
+def get_inputs():
+    return [torch.randn(256, 512)]
+
+
+def get_init_inputs():
+    return []
+"""
+OVERFLOWS = {
+    "as eager": "y",
+    "nan for inf": "np.where(np.isinf(y), np.float32(np.nan), y)",
+    "inf one place more": "np.where(x == x.min(), np.float32(np.inf), y)",
+}
+
+
+@pytest.mark.parametrize("kind", list(OVERFLOWS))
+def test_a_sampled_output_with_nan_or_inf_is_right_only_where_the_references_are(run_eval, files, kind):
+    # Compared by a sample (over full_compare_mb): the NaN/Inf positions are checked one by one against eager's.
+    source = f"""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                x = x.numpy()
+                with np.errstate(over="ignore"):
+                    y = np.exp(x * np.float32(60.0))
+                return torch.from_numpy(np.ascontiguousarray({OVERFLOWS[kind]}, dtype=np.float32))
+        """
+    v = run_eval(files.problem(OVERFLOW, "overflow.py"), files.solution(source), full_compare_mb=0, trials=2)
+    assert all(t["sampled"] for t in v.trials), v.trials
+    if kind == "as eager":
+        assert v.status == "ok" and v.correct, v.log[-3000:]
+        return
+    _failed(v, "incorrect")
+    assert "NaN/Inf" in v.log, v.log[-2000:]
