@@ -206,3 +206,44 @@ def test_a_solution_the_fp32_reference_misjudges_is_settled_by_float64(run_eval,
         problem, files.solution(EXACT.format(offset="((abs(x.numpy()) > 3.0) * 0.3).astype('float32')"), "few.py")
     )
     assert few.status == "incorrect" and not any(t.get("judged_by") for t in few.trials)
+
+
+# A running sum near float's largest value, in float32 one step at a time (as a CUDA scan sums; the CPU's cumsum
+# sums in double): each 1e31 is below half an ulp of 3.4028e38 and is lost, so it stays finite, while the true sum
+# (float64's) passes FLT_MAX after about 400 steps; a solution summing in double overflows to inf there.
+EDGE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def forward(self, x):
+            out, total = torch.empty_like(x), torch.zeros_like(x[:, 0])
+            for j in range(x.shape[1]):
+                total = total + x[:, j]
+                out[:, j] = total
+            return out
+
+    def get_inputs():
+        x = torch.randn(128, 1024)
+        x[0, 0], x[0, 1:] = 3.4028e38, 1e31
+        return [x]
+
+    def get_init_inputs():
+        return []
+    """)
+DOUBLE_CUMSUM = textwrap.dedent("""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            with np.errstate(over="ignore"):
+                return torch.from_numpy(np.cumsum(x.numpy().astype(np.float64), axis=1).astype(np.float32))
+    """)
+
+
+def test_an_inf_where_float64_passes_floats_range_is_settled_by_float64(run_eval, files):
+    v = run_eval(files.problem(EDGE, "edge.py"), files.solution(DOUBLE_CUMSUM, "double_cumsum.py"))
+    assert v.status == "ok" and v.correct, (v.status, v.log[-2000:])
+    assert "float64" in v.trials[0]["judged_by"], v.trials[0]
