@@ -78,6 +78,13 @@ def test_it_rejects_dropout_in_training_mode_as_nondeterministic():
     assert name == "deterministic" and "not deterministic" in reason
 
 
+def test_it_rejects_a_task_whose_float32_output_is_its_own_rounding():
+    # 1 recovered from a cancellation of 1e8-sized terms: float32 rounds them to multiples of 8 (float64 gives 1)
+    verdicts, _ = probe_source(problem("return (x * 1e8 + 1.0) - x * 1e8"), WIDE)
+    name, reason = failed(verdicts)
+    assert name == "well_conditioned" and "float32 and float64 disagree" in reason
+
+
 @pytest.mark.parametrize(
     "forward, reason",
     [
@@ -158,6 +165,7 @@ def test_a_task_that_breaks_no_rule_passes_every_filter_with_its_times():
     assert [v.filter for v in verdicts] == [
         "runs",
         "deterministic",
+        "well_conditioned",
         "not_trivial",
         "not_duplicate",
         "eager_window",

@@ -1,7 +1,7 @@
 """The execution filters, one function each: facts the jailed probe measured in, a FilterVerdict out.
 
 Order (cheapest first, as the pipeline applies them): composes, not_duplicate, runs, deterministic,
-not_trivial, eager_window, not_dominated, compiles. An LLM-composed source is untrusted, so it is fingerprinted
+well_conditioned, not_trivial, eager_window, not_dominated, compiles. An LLM-composed source is untrusted, so it is fingerprinted
 in the jail and not_duplicate comes after not_trivial. A task is kept only if every filter passes; the first
 that fails is the one the dataset summary charges with its removal.
 """
@@ -14,6 +14,7 @@ FILTERS = (
     "not_duplicate",
     "runs",
     "deterministic",
+    "well_conditioned",
     "not_trivial",
     "eager_window",
     "not_dominated",
@@ -70,6 +71,23 @@ def deterministic(checked):
     if not checked.get("ok") and checked.get("filter") == "deterministic":
         return _verdict("deterministic", checked.get("reason"))
     return _verdict("deterministic", None)
+
+
+# The largest share of an output's values on which float32 may miss float64 beyond the sandbox's tolerance.
+MAX_FLOAT64_MISMATCH = 1e-4
+
+
+def well_conditioned(checked):
+    """Its float32 output is float64's within the sandbox's tolerance, but for a few values: where float32's rounding
+    decides the result (a cancellation, a product of many factors) the reference itself is off, and no float32
+    kernel can be judged against it reliably."""
+    share = (checked.get("facts") or {}).get("float64_mismatch")
+    if share is not None and share > MAX_FLOAT64_MISMATCH:
+        return _verdict(
+            "well_conditioned",
+            f"float32 and float64 disagree beyond the tolerance on {100 * share:.2g}% of the output",
+        )
+    return _verdict("well_conditioned", None)
 
 
 def not_trivial(checked):

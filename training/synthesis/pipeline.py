@@ -105,6 +105,7 @@ class Probe:
         if not (
             self._check(filters.runs(checked))
             and self._check(filters.deterministic(checked))
+            and self._check(filters.well_conditioned(checked))
             and self._check(filters.not_trivial(checked))
         ):
             return self.verdicts

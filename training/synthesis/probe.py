@@ -22,8 +22,31 @@ from sandbox.workers.common import error_text, synchronize
 from sandbox.workers.reference import timing_sets
 
 
-def facts_of(module, model, spec, device, seeds):
-    """What the not_trivial and runs filters look at, from outputs on two different input draws."""
+def float64_mismatch(model, inputs, outputs, atol, rtol):
+    """The share of OUTPUTS' values (MODEL's float32 outputs on INPUTS) outside ATOL/RTOL of the same model run in
+    float64 and rounded back: where float32's own rounding decides the result; None where the model has no
+    floating output or does not run in float64."""
+    import copy
+
+    if not any(t.is_floating_point() for t in outputs):
+        return None
+    try:
+        precise = copy.deepcopy(model).double()
+        with torch.no_grad():
+            wide = tensors_of(precise(*[t.double() if t.is_floating_point() else t for t in inputs]))
+    except Exception:  # noqa: BLE001 -- float64 is a check where it runs, never a failure of its own
+        return None
+    mismatched = total = 0
+    for out, ref in zip(outputs, wide):
+        if out.is_floating_point():
+            result = compare([ref.to(out.dtype)], [out], atol, rtol)
+            mismatched, total = mismatched + result.mismatched, total + max(result.compared, out.numel())
+    return mismatched / max(total, 1)
+
+
+def facts_of(module, model, spec, device, seeds, tolerance=(1e-2, 1e-2)):
+    """What the not_trivial, runs and well_conditioned filters look at, from outputs on two different input draws
+    (TOLERANCE: the sandbox's atol and rtol)."""
     outs, inputs = [], None
     for seed in seeds:
         drawn = make_inputs(module, seed, device)
@@ -49,6 +72,7 @@ def facts_of(module, model, spec, device, seeds):
         "input_independent": all(torch.equal(a, b) for a, b in zip(first, second)),
         "equals_input": equals,
         "aliases_input": spec.get("aliases_input", False),
+        "float64_mismatch": float64_mismatch(model, inputs, first, *tolerance),
     }
 
 
@@ -62,7 +86,7 @@ def serve(channel):
         channel.send("checked", ok=False, filter=which, reason=exc.reason[:2000], log=exc.log)
         return
     try:
-        facts = facts_of(module, model, spec, device, start["fact_seeds"])
+        facts = facts_of(module, model, spec, device, start["fact_seeds"], (config.atol, config.rtol))
     except Exception as exc:  # noqa: BLE001
         reason = f"a second run failed: {type(exc).__name__}: {exc}"
         channel.send("checked", ok=False, filter="runs", reason=reason[:2000], log=error_text(exc))
