@@ -26,10 +26,7 @@
   let waitingTimer = null;
 
   Object.keys(original).sort().forEach((path) => pickFile.add(new Option(path, path)));
-  // The longest kernel source is the one worth opening first (the starter's copy kernel may still lie beside it).
-  const kernels = Object.keys(original).filter((p) => p.startsWith("kernels/"));
-  kernels.sort((a, b) => original[b].length - original[a].length);
-  pickFile.value = kernels[0] || Object.keys(original)[0];
+  pickFile.value = window.KS.mainKernel(original) || Object.keys(original)[0];
 
   function files() {
     const out = {};

@@ -78,9 +78,7 @@
     const keepFile = pickFile.value;
     pickFile.innerHTML = "";
     files.forEach((f) => pickFile.add(new Option(f, f)));
-    // The longest kernel source first: the starter's copy kernel may still lie beside the real one.
-    const kernel = files.filter((f) => f.startsWith("kernels/")).sort((a, b) => chosen[b].length - chosen[a].length)[0];
-    pickFile.value = files.includes(keepFile) ? keepFile : (kernel || files[0] || "");
+    pickFile.value = files.includes(keepFile) ? keepFile : (window.KS.mainKernel(chosen) || files[0] || "");
     editLink.hidden = !pickA.value;
     editLink.href = "/versions/" + pickA.value + "/edit";
   }

@@ -36,6 +36,15 @@
     return path.endsWith(".py") ? "python" : "plaintext";
   };
 
+  // The kernel file worth opening first of FILES ({path: text}): the longest compiled source under kernels/ (the
+  // starter's copy kernel may still lie beside it, and the kernel library's headers are included, not written).
+  KS.mainKernel = function (files) {
+    const kernels = Object.keys(files).filter((p) => p.startsWith("kernels/"));
+    const compiled = kernels.filter((p) => /\.(cu|cpp|cc|c)$/.test(p));
+    const longest = (paths) => paths.sort((a, b) => files[b].length - files[a].length)[0];
+    return longest(compiled) || longest(kernels);
+  };
+
   // Calls back with window.monaco once the vendored editor has loaded (the CUDA language registered once).
   let loading = null;
   KS.loadMonaco = function (vsPath) {

@@ -133,9 +133,12 @@ def _cuda_include():
 @pytest.mark.skipif(_cuda_include() is None, reason="no CUDA toolkit headers on this machine")
 def test_the_replaying_binding_compiles_against_the_stable_abi(tmp_path):
     source = network()
-    binding = workspace_files(plan_of(tmp_path, source), "cuda", source)["binding.cpp"]
+    files = workspace_files(plan_of(tmp_path, source), "cuda", source)
+    binding = files["binding.cpp"]
     assert "ks_forward(" in binding
     (tmp_path / "binding.cpp").write_text(binding)
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "ks_checks.h").write_text(files["kernels/ks_checks.h"])  # the library's, it includes
     root = Path(torch.__file__).parent
     result = subprocess.run(
         [
