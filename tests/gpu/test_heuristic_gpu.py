@@ -116,6 +116,27 @@ def get_inputs():
 def get_init_inputs():
     return []
 """,
+    # key_padding_mask reaches the attention kernel as a [B, 1, 1, L] mask read through 0 strides (heads, queries)
+    "mha_key_padding": """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x, lengths):
+        mask = torch.arange(x.shape[1], device=x.device)[None, :] >= lengths[:, None]
+        out, _ = self.mha(x, x, x, key_padding_mask=mask, need_weights=False)
+        return out
+
+def get_inputs():
+    return [torch.randn(8, 256, 512), torch.randint(1, 257, (8,))]
+
+def get_init_inputs():
+    return [512, 8]
+""",
     "swish_bias_row_sum_cumsum_cat": """
 import torch
 import torch.nn as nn

@@ -7,11 +7,31 @@
 #include <stdexcept>
 #include <string>
 
+constexpr int KS_MASK_DIMS = 4;  // attention.py's MASK_DIMS: a mask needing more batch dims is stored whole
+
+// Where the mask's element (b, i, j) lies, so a mask is read where it is, never expanded to the scores' shape: the
+// flat batch index b split over the mask's batch dims (innermost last), each with its stride, 0 along a dim it is
+// broadcast over (a key-padding mask's heads), then query i and key j by their own strides.
+struct KsMask {
+    int rank;
+    int64_t size[KS_MASK_DIMS], stride[KS_MASK_DIMS];
+    int64_t row, col;
+};
+
+__device__ __forceinline__ int64_t ks_mask_offset(const KsMask& m, int64_t b) {
+    int64_t offset = 0;
+    for (int d = m.rank - 1; d >= 0; --d) {
+        offset += b % m.size[d] * m.stride[d];
+        b /= m.size[d];
+    }
+    return offset;
+}
+
 template <int E, int EV, int TILE, typename Mask>
 __global__ void ks_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
                                     const float* __restrict__ v, const Mask* __restrict__ mask, float* __restrict__ out,
                                     int64_t lq, int64_t lk, float scale, bool causal, int mask_kind,
-                                    int64_t mask_batch_stride) {
+                                    float masked_row, KsMask mm) {
     extern __shared__ float ks_tile[];
     float* kt = ks_tile;             // [TILE, E]
     float* vt = ks_tile + TILE * E;  // [TILE, EV]
@@ -24,7 +44,7 @@ __global__ void ks_attention_kernel(const float* __restrict__ q, const float* __
     float m = -INFINITY, l = 0.f;
     const int64_t last_row = ((int64_t)blockIdx.x + 1) * blockDim.x - 1;
     const int64_t end = causal ? (last_row + 1 < lk ? last_row + 1 : lk) : lk;
-    const Mask* mrow = mask ? mask + b * mask_batch_stride + i * lk : nullptr;
+    const Mask* mrow = mask ? mask + ks_mask_offset(mm, b) + i * mm.row : nullptr;
     for (int64_t j0 = 0; j0 < end; j0 += TILE) {
         for (int t = threadIdx.x; t < TILE * E; t += blockDim.x) {
             const int64_t j = j0 + t / E;
@@ -47,8 +67,8 @@ __global__ void ks_attention_kernel(const float* __restrict__ q, const float* __
                     #pragma unroll
                     for (int d = 0; d < E; ++d) dot += qr[d] * kt[jj * E + d];
                     score = dot;
-                    if (mask_kind == 1) score += (float)mrow[j];
-                    if (mask_kind == 2 && !mrow[j]) score = -INFINITY;
+                    if (mask_kind == 1) score += (float)mrow[j * mm.col];
+                    if (mask_kind == 2 && !mrow[j * mm.col]) score = -INFINITY;
                 }
                 s[jj] = score;
                 tile_max = fmaxf(tile_max, score);
@@ -72,7 +92,7 @@ __global__ void ks_attention_kernel(const float* __restrict__ q, const float* __
         __syncthreads();
     }
     if (active) {
-        const float inv = l > 0.f ? 1.f / l : NAN;
+        const float inv = l > 0.f ? 1.f / l : masked_row;  // every key masked: acc is still all zeros
         for (int d = 0; d < EV; ++d) out[(b * lq + i) * EV + d] = acc[d] * inv;
     }
 }
@@ -80,8 +100,8 @@ __global__ void ks_attention_kernel(const float* __restrict__ q, const float* __
 // The tile's shared memory is checked against what this device gives a block (read from the device, not assumed).
 template <int E, int EV, int TILE, typename Mask>
 static void ks_attention(const float* q, const float* k, const float* v, const Mask* mask, float* out, int64_t batch,
-                         int64_t lq, int64_t lk, float scale, bool causal, int mask_kind, int64_t mask_batch_stride,
-                         cudaStream_t stream) {
+                         int64_t lq, int64_t lk, float scale, bool causal, int mask_kind, float masked_row,
+                         const KsMask& mm, cudaStream_t stream) {
     constexpr int ROWS = 64;
     const size_t bytes = sizeof(float) * TILE * (E + EV);
     static int limit = -1;
@@ -98,5 +118,5 @@ static void ks_attention(const float* q, const float* k, const float* v, const M
                                  "device gives a block " + std::to_string(limit));
     dim3 grid((unsigned)((lq + ROWS - 1) / ROWS), (unsigned)batch);
     ks_attention_kernel<E, EV, TILE, Mask><<<grid, ROWS, bytes, stream>>>(q, k, v, mask, out, lq, lk, scale, causal,
-                                                                         mask_kind, mask_batch_stride);
+                                                                         mask_kind, masked_row, mm);
 }

@@ -5,12 +5,33 @@
 #include <cmath>
 #include <cstdint>
 
+constexpr int KS_MASK_DIMS = 4;  // attention.py's MASK_DIMS: a mask needing more batch dims is stored whole
+
+// Where the mask's element (b, i, j) lies, so a mask is read where it is, never expanded to the scores' shape: the
+// flat batch index b split over the mask's batch dims (innermost last), each with its stride, 0 along a dim it is
+// broadcast over (a key-padding mask's heads), then query i and key j by their own strides.
+struct KsMask {
+    int rank;
+    int64_t size[KS_MASK_DIMS], stride[KS_MASK_DIMS];
+    int64_t row, col;
+};
+
+static inline int64_t ks_mask_offset(const KsMask& m, int64_t b) {
+    int64_t offset = 0;
+    for (int d = m.rank - 1; d >= 0; --d) {
+        offset += b % m.size[d] * m.stride[d];
+        b /= m.size[d];
+    }
+    return offset;
+}
+
 struct KsAttention {
     int64_t batch, lq, lk, e, ev;  // q [batch, lq, e], k [batch, lk, e], v [batch, lk, ev], out [batch, lq, ev]
     float scale;
-    bool causal;                // key j takes part in query i's row only when j <= i (torch's is_causal)
-    int mask_kind;              // 0 none, 1 added to the scores (float), 2 keep where true (bool)
-    int64_t mask_batch_stride;  // elements between batches of the mask [.., lq, lk]; 0 when they share one
+    bool causal;       // key j takes part in query i's row only when j <= i (torch's is_causal)
+    int mask_kind;     // 0 none, 1 added to the scores (float), 2 keep where true (bool)
+    float masked_row;  // a row whose every key is masked: NaN for a written-out softmax, 0 for torch's SDPA
+    KsMask mask;
 };
 
 template <typename Mask>
@@ -23,7 +44,8 @@ static void ks_attention(const KsAttention& a, const float* q, const float* k, c
         const float* qi = q + row * a.e;
         const float* kb = k + b * a.lk * a.e;
         const float* vb = v + b * a.lk * a.ev;
-        const Mask* mrow = mask ? mask + b * a.mask_batch_stride + i * a.lk : nullptr;
+        const Mask* mrow = mask ? mask + ks_mask_offset(a.mask, b) + i * a.mask.row : nullptr;
+        const int64_t mcol = a.mask.col;
         float* o = out + row * a.ev;  // the accumulator, rescaled as the running max grows
         for (int64_t d = 0; d < a.ev; ++d) o[d] = 0.f;
         float m = -INFINITY, l = 0.f, s[TILE];
@@ -37,8 +59,8 @@ static void ks_attention(const KsAttention& a, const float* q, const float* k, c
                 #pragma omp simd reduction(+ : dot)
                 for (int64_t d = 0; d < a.e; ++d) dot += qi[d] * kj[d];
                 float score = dot * a.scale;
-                if (a.mask_kind == 1) score += (float)mrow[j];
-                if (a.mask_kind == 2 && !mrow[j]) score = -INFINITY;
+                if (a.mask_kind == 1) score += (float)mrow[j * mcol];
+                if (a.mask_kind == 2 && !mrow[j * mcol]) score = -INFINITY;
                 s[j - j0] = score;
                 tile_max = std::max(tile_max, score);
             }
@@ -58,7 +80,7 @@ static void ks_attention(const KsAttention& a, const float* q, const float* k, c
             }
             m = m_new;
         }
-        const float inv = l > 0.f ? 1.f / l : NAN;  // a row with every key masked is NaN, as in torch
+        const float inv = l > 0.f ? 1.f / l : a.masked_row;  // every key masked: o is still all zeros
         #pragma omp simd
         for (int64_t d = 0; d < a.ev; ++d) o[d] *= inv;
     }

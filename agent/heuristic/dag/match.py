@@ -8,7 +8,7 @@ GEMMs are batched over the same leading dims. Anything else is left as it was (c
 
 import math
 
-from agent.heuristic.dag.ir import T, contiguous_strides
+from agent.heuristic.dag.ir import FLOATS, T, contiguous_strides
 from agent.heuristic.dag.lower import WIDEST_HEAD
 from agent.heuristic.dag.rewrite import replace
 
@@ -127,6 +127,8 @@ class _Graph:
         mask = None
         for kind, value, factor in terms:
             if kind == "add":
+                if value.dtype not in FLOATS:  # added as a number, where a bool mask would read as a keep mask
+                    value = self.add("pointwise", value.shape, "float32", [value], op="cast")
                 term = (
                     value
                     if factor == 1.0
@@ -149,6 +151,16 @@ class _Graph:
                 else self.add("pointwise", _broadcast(mask.shape, term.shape), "float32", [mask, term], op="add")
             )
         return mask
+
+    def expanded(self, node, shape):
+        """NODE broadcast to SHAPE as a view of what NODE reads (stride 0 along its broadcast dims): the attention
+        kernel reads a mask through that map where it is stored, never expanded to the scores' shape."""
+        base, strides, offset = node, contiguous_strides(node.shape), 0
+        if node.kind == "view" and node.attrs["base"].kind != "scalar":
+            base, strides, offset = node.attrs["base"], node.attrs["strides"], node.attrs["offset"]
+        pad = len(shape) - len(node.shape)
+        strides = [0] * pad + [0 if size != want else s for size, want, s in zip(node.shape, shape[pad:], strides)]
+        return self.add("view", shape, node.dtype, [base], base=base, strides=strides, offset=offset)
 
 
 def _broadcast(a, b):
@@ -198,27 +210,12 @@ def fuse_attention(graph):
         rewriter.created.append(k)
         inputs = [q, k, v]
         if mask is not None:
-            lq, lk = scores.shape[-2:]
-            if math.prod(mask.shape) not in (lq * lk, out.shape[0] * lq * lk):
-                mask = rewriter.add(
-                    "view",
-                    list(x.shape),
-                    "float32",
-                    [mask],
-                    base=mask,
-                    strides=_expand_strides(mask.shape, x.shape),
-                    offset=0,
-                )
-            inputs.append(mask)
+            inputs.append(mask if mask.shape == list(x.shape) else rewriter.expanded(mask, list(x.shape)))
         index = graph.nodes.index(out)
-        attention = T(out.name, "attention", out.shape, out.dtype, inputs, {"causal": False, "scale": scale})
+        # softmax written out gives a row with every key masked NaN (exp(-inf - -inf)), as eager does
+        attrs = {"causal": False, "scale": scale, "masked_rows": "nan"}
+        attention = T(out.name, "attention", out.shape, out.dtype, inputs, attrs)
         graph.nodes[index : index + 1] = rewriter.created + [attention]
         replace(graph, out, attention)
         fused += 1
     return fused
-
-
-def _expand_strides(shape, target):
-    padded = [1] * (len(target) - len(shape)) + list(shape)
-    strides = contiguous_strides(padded)
-    return [0 if size == 1 and want != 1 else stride for size, want, stride in zip(padded, target, strides)]

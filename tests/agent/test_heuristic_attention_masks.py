@@ -1,0 +1,216 @@
+"""The attention family's masks: boolean or additive, of any shape that broadcasts to the scores [*batch, lq, lk]
+(key padding [B, 1, 1, lk], per head, [lq, lk], expanded with 0 strides) read through their own strides by the
+kernels, run end to end on the CPU target, and the CUDA kernels they make compiled by nvcc."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from agent.heuristic.analyze import analyze
+from agent.heuristic.codegen import workspace_files
+from agent.heuristic.plan import make_plan
+
+# The user's module of the issue, smaller: nn.MultiheadAttention's key_padding_mask arrives as a [B, 1, 1, lk] float
+# mask broadcast over heads and queries; a length of 0 masks every key of its batch (torch's SDPA gives those rows 0).
+MHA_KEY_PADDING = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x, lengths):
+        mask = torch.arange(x.shape[1], device=x.device)[None, :] >= lengths[:, None]
+        out, _ = self.mha(x, x, x, key_padding_mask=mask, need_weights=False)
+        return out
+
+def get_inputs():
+    lengths = torch.randint(1, 17, (3,))
+    lengths[0] = 0
+    return [torch.randn(3, 16, 32), lengths]
+
+def get_init_inputs():
+    return []
+"""
+MHA_CAUSAL_MASK = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(32, 2, batch_first=True)
+
+    def forward(self, x):
+        n = x.shape[1]
+        causal = torch.triu(torch.full((n, n), float("-inf"), device=x.device), diagonal=1)
+        out, _ = self.mha(x, x, x, attn_mask=causal, need_weights=False)
+        return out
+
+def get_inputs():
+    return [torch.randn(2, 12, 32)]
+
+def get_init_inputs():
+    return []
+"""
+# Masks of every broadcast in one forward, queries and keys of different lengths: a boolean [B, 1, lq, lk] padding of
+# queries and keys (a padded query's row is fully masked: 0 in torch), a float [1, 1, lq, lk] bias, a per-head float
+# [H, lq, lk] bias, a boolean [lq, lk] band, and a key padding expanded to [B, H, lq, lk] (0 strides).
+SDPA_MASKS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, heads, lq, lk):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(1, 1, lq, lk))
+        self.head_bias = nn.Parameter(torch.randn(heads, lq, lk))
+
+    def forward(self, q, k, v, q_lengths, k_lengths):
+        b, h, lq, _ = q.shape
+        lk = k.shape[2]
+        q_valid = torch.arange(lq, device=q.device)[None, :] < q_lengths[:, None]
+        k_valid = torch.arange(lk, device=q.device)[None, :] < k_lengths[:, None]
+        padding = q_valid[:, None, :, None] & k_valid[:, None, None, :]
+        band = torch.arange(lk, device=q.device)[None, :] <= torch.arange(lq, device=q.device)[:, None] + 2
+        expanded = k_valid[:, None, None, :].expand(b, h, lq, lk)
+        return (
+            F.scaled_dot_product_attention(q, k, v, attn_mask=padding)
+            + F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+            + F.scaled_dot_product_attention(q, k, v, attn_mask=self.head_bias)
+            + F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+            + F.scaled_dot_product_attention(q, k, v, attn_mask=expanded)
+        )
+
+def get_inputs():
+    q_lengths = torch.randint(1, 11, (2,))
+    q_lengths[0] = 4
+    return [
+        torch.randn(2, 3, 10, 16),
+        torch.randn(2, 3, 14, 16),
+        torch.randn(2, 3, 14, 8),
+        q_lengths,
+        torch.randint(1, 15, (2,)),
+    ]
+
+def get_init_inputs():
+    return [3, 10, 14]
+"""
+# softmax(q k^T / sqrt(d)) v written out, keys padded with masked_fill: a batch of length 0 has every key masked, and
+# written-out softmax gives its rows NaN, as eager does.
+HAND_WRITTEN_KEY_PADDING = """import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, q, k, v, lengths):
+        padded = torch.arange(k.shape[2], device=k.device)[None, :] >= lengths[:, None]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(padded[:, None, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+def get_inputs():
+    lengths = torch.randint(1, 13, (3,))
+    lengths[1] = 0
+    return [torch.randn(3, 2, 8, 16), torch.randn(3, 2, 12, 16), torch.randn(3, 2, 12, 16), lengths]
+
+def get_init_inputs():
+    return []
+"""
+# Heads wider than the attention kernel's registers: two GEMMs around a softmax, the key padding mask read broadcast.
+WIDE_HEAD_KEY_PADDING = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, q, k, v, lengths):
+        keep = torch.arange(k.shape[2], device=k.device)[None, :] < lengths[:, None]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+
+def get_inputs():
+    lengths = torch.randint(1, 9, (2,))
+    lengths[0] = 0
+    return [torch.randn(2, 2, 6, 136), torch.randn(2, 2, 8, 136), torch.randn(2, 2, 8, 136), lengths]
+
+def get_init_inputs():
+    return []
+"""
+
+CASES = [
+    ("mha_key_padding", MHA_KEY_PADDING, "attention"),
+    ("mha_causal_mask", MHA_CAUSAL_MASK, "attention"),
+    ("sdpa_masks", SDPA_MASKS, "attention"),
+    ("hand_written_key_padding", HAND_WRITTEN_KEY_PADDING, "attention"),
+    ("wide_head_key_padding", WIDE_HEAD_KEY_PADDING, "gemm"),
+]
+
+
+@pytest.fixture(scope="module")
+def plan_of(tmp_path_factory):
+    """plan_of(source) -> the heuristic's plan of SOURCE, made once for the module's tests."""
+    plans = {}
+
+    def plan(source):
+        if source not in plans:
+            problem = tmp_path_factory.mktemp("problem") / "problem.py"
+            problem.write_text(source)
+            plans[source] = make_plan(analyze(str(problem)))
+        return plans[source]
+
+    return plan
+
+
+@pytest.mark.parametrize("name,source,family", CASES, ids=[case[0] for case in CASES])
+def test_a_masked_attention_module_reaches_a_correct_solution(heuristic_episode, tmp_path, name, source, family):
+    traj = heuristic_episode(source, name)
+    assert traj.stop_reason == "submitted", traj.stop_reason
+    verdict = traj.verdict
+    assert verdict["status"] == "ok" and verdict["correct"] and verdict["reward"] >= 1, verdict
+    described = (tmp_path / "workspace" / "kernels" / "fused.cpp").read_text().splitlines()[0]
+    assert "a DAG of" in described and family in described, described
+
+
+def test_a_key_padding_mask_is_read_through_its_strides_not_expanded(plan_of):
+    # [B, lk] stored once; the heads (stride 0) and the queries (row stride 0) are broadcast by the kernel's map
+    (kernel,) = [k for k in plan_of(MHA_KEY_PADDING).kernels if k.kind == "attention"]
+    assert kernel.layout["inputs"][3].numel == 3 * 16
+    assert kernel.layout["mask"] == {"offset": 0, "batch": [[3, 16], [4, 0]], "row": 0, "col": 1}
+
+
+def test_sdpa_masks_of_every_broadcast_keep_their_own_size(plan_of):
+    plan = plan_of(SDPA_MASKS)
+    masks = [k.layout["inputs"][3] for k in plan.kernels if k.kind == "attention"]
+    assert sorted(m.numel for m in masks) == sorted([2 * 10 * 14, 10 * 14, 3 * 10 * 14, 10 * 14, 2 * 14])
+    zeroed = workspace_files(plan, "cpu", SDPA_MASKS)["kernels/fused.cpp"]
+    assert zeroed.count(", 0.f, KsMask{") == 5  # SDPA's fully masked rows are 0
+
+
+def test_a_written_out_softmax_keeps_eagers_nan_for_a_fully_masked_row(plan_of):
+    source = workspace_files(plan_of(HAND_WRITTEN_KEY_PADDING), "cpu", HAND_WRITTEN_KEY_PADDING)
+    assert ", NAN, KsMask{" in source["kernels/fused.cpp"]
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+@pytest.mark.parametrize(
+    "name,source", [("sdpa_masks", SDPA_MASKS), ("hand_written_key_padding", HAND_WRITTEN_KEY_PADDING)]
+)
+def test_the_masked_attention_kernels_compile_with_nvcc(plan_of, tmp_path, name, source):
+    # (no GEMM in these: cuBLAS's headers may be missing here; tests/gpu runs nn.MultiheadAttention on the GPU host)
+    files = workspace_files(plan_of(source), "cuda", source)
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert "cublas" not in files["kernels/fused.cu"] and "KsMask{" in files["kernels/fused.cu"]
+    result = subprocess.run(
+        [NVCC, "-std=c++17", "-arch=sm_90", "-c", str(tmp_path / "kernels" / "fused.cu"), "-I"]
+        + [str(tmp_path / "kernels"), "-o", str(tmp_path / "fused.o")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
