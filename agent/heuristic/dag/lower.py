@@ -737,7 +737,12 @@ class Lowering:
         if kw.get("enable_gqa"):
             raise Unsupported("scaled_dot_product_attention with enable_gqa")
         scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
-        mask = self.arg(mask) if mask is not None else None
+        if mask is not None:  # the scores' full shape, as a view: its strides are 0 along the dims it broadcasts over
+            scores = [*q.shape[:-1], k.shape[-2]]
+            mask = self.arg(mask)
+            if list(torch.broadcast_shapes(tuple(mask.shape), tuple(scores))) != scores:
+                raise Unsupported(f"attention with a mask of shape {mask.shape} wider than its scores {scores}")
+            mask = mask if mask.shape == scores else self.view(mask, ("expand", "default"), scores)
         if max(q.shape[-1], v.shape[-1]) > WIDEST_HEAD:
             return self.attention_by_gemms(node, q, k, v, mask, bool(causal), scale)
         return self.add(
@@ -747,6 +752,7 @@ class Lowering:
             [q, k, v] + ([mask] if mask is not None else []),
             causal=bool(causal),
             scale=scale,
+            masked_rows="zero",  # torch's kernels (and its math path's safe softmax) give a fully masked row 0
         )
 
     def attention_by_gemms(self, node, q, k, v, mask, causal, scale):
@@ -764,9 +770,7 @@ class Lowering:
         scores = self.add("gemm", [batch, lq, lk], "float32", [q3, self.view(k3, ("transpose", "int"), 1, 2)])
         x = self.pointwise("mul", [scores, self.scalar(scale)], "float32")
         if mask is not None:
-            if mask.numel not in (lq * lk, batch * lq * lk):
-                raise Unsupported(f"attention with a mask of shape {mask.shape} broadcast over some batch dims")
-            mask = self.view(mask, ("reshape", "default"), [batch if mask.numel > lq * lk else 1, lq, lk])
+            mask = self.view(mask, ("reshape", "default"), [batch, lq, lk])
             x = (
                 self.pointwise("where", [mask, x, self.scalar(-math.inf)], "float32")
                 if mask.dtype == "bool"
@@ -781,6 +785,9 @@ class Lowering:
         e = self.pointwise("exp", [self.pointwise("sub", [x, top], "float32")], "float32")
         total = self.add("reduce", [batch, lq, 1], "float32", [e], dims=[2], op="sum")
         p = self.pointwise("div", [e, total], "float32")
+        if mask is not None:  # a row with every key masked is 0, as in torch's scaled_dot_product_attention
+            empty = self.pointwise("eq", [top, self.scalar(-math.inf)], "bool")
+            p = self.pointwise("where", [empty, self.scalar(0.0), p], "float32")
         out = self.add("gemm", [batch, lq, v.shape[-1]], "float32", [p, v3])
         return self.view(out, ("view", "default"), node["shape"])
 

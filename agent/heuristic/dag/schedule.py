@@ -6,12 +6,10 @@ call reads from memory in a layout it cannot take as strides, or a value read by
 more to recompute than to store. Dead and identity nodes never appear (only what the outputs reach is scheduled).
 """
 
-import math
 from dataclasses import asdict, dataclass, field
 
-from agent.heuristic.dag import rnn
+from agent.heuristic.dag import attention, rnn
 from agent.heuristic.dag.ir import LEAVES, MATERIALIZED, T, contiguous_strides
-from agent.heuristic.errors import Unsupported
 
 RECOMPUTE = 3  # a value read by several kernels is stored once its inline cost reaches this many operators
 
@@ -170,13 +168,7 @@ class Scheduler:
             elif node.kind == "rnn":
                 self.layouts[node.name] = rnn.layout(self, node)
             elif node.kind == "attention":
-                self.layouts[node.name] = {"inputs": [self.contiguous_operand(a) for a in node.args[:3]]}
-                if len(node.args) > 3:
-                    mask = node.args[3]
-                    lq, lk = node.shape[-2], node.args[1].shape[-2]
-                    if mask.numel not in (lq * lk, math.prod(node.shape[:-1]) * lk):
-                        raise Unsupported(f"attention with a mask of shape {mask.shape} broadcast over some batch dims")
-                    self.layouts[node.name]["inputs"].append(self.contiguous_operand(mask))
+                self.layouts[node.name] = attention.layout(self, node)
             self.cost[node.name] = 0 if node.kind in LEAVES or node.kind == "view" else 1
             self.cost[node.name] += sum(self.cost[a.name] for a in node.args if not self.in_memory(a))
             if self.users.get(node.name, 0) > 1 and self.cost[node.name] >= RECOMPUTE and node.kind != "view":
