@@ -7,6 +7,7 @@ temporaries die with it.
 
 import math
 
+from agent.heuristic.dag import indexing
 from agent.heuristic.dag.ir import C_TYPES, FLOATS, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
 from agent.heuristic.plan import BINARY as FLOAT_BINARY
@@ -115,6 +116,10 @@ class Emitter:
         self.double = accumulate_double  # sums kept in double (the CPU target: no cost, less rounding)
         self.computing = None  # the node the current kernel writes: computed, not read from its own buffer
         self.headers = set()  # the C++ headers of kernels/ that the expressions written so far call
+        self.exprs = {}  # index variable -> the indexing.Expr it holds, read back when a later index uses it
+        # a name or opaque index subexpression -> (lo, hi) it is known to lie in; `i`, each kernel's flat index of its
+        # output, is never negative
+        self.ranges = {"i": (0, indexing.INF)}
 
     def fresh(self, prefix):
         self.count += 1
@@ -131,9 +136,23 @@ class Emitter:
         return name
 
     def index(self, scope, expr):
+        """A name (or number) of the flat index EXPR, simplified (indexing.py) and defined once per scope."""
         if expr.replace("_", "").isalnum() or expr == "0":
             return expr
-        return self.define(scope, "int64_t", expr, "j")
+        parsed = indexing.Parser(self.exprs, self.ranges).parse(expr)
+        if parsed is not None:
+            expr = indexing.text(parsed)
+            if expr.replace("_", "").isalnum():
+                return expr
+        name = self.define(scope, "int64_t", expr, "j")
+        if parsed is not None:
+            self.exprs.setdefault(name, parsed)
+        return name
+
+    def bounded(self, text, lo, hi):
+        """TEXT (a name, or a parenthesized C expression as it is written into an index) lies in [LO, HI]."""
+        self.ranges[text] = (lo, hi)
+        return text
 
     # -- values ------------------------------------------------------------------------------------------------------
     def value(self, scope, node, index):
@@ -257,7 +276,9 @@ class Emitter:
         within = self.index(scope, f"({index}) % {inner}LL") if inner > 1 else "0"
         values, start = [], 0
         for part, size in zip(node.args, sizes):
-            local = f"({c} < {start} ? 0 : ({c} - {start} >= {size} ? {size - 1} : {c} - {start}))"
+            local = self.bounded(
+                f"({c} < {start} ? 0 : ({c} - {start} >= {size} ? {size - 1} : {c} - {start}))", 0, size - 1
+            )
             flat = self.index(scope, f"({outer} * {size}LL + {local}) * {inner}LL + {within}")
             values.append((start, self.value(scope, part, flat)))
             start += size
@@ -277,7 +298,7 @@ class Emitter:
             if before or node.shape[d] != x.shape[d]:
                 inside.append(f"({src} >= 0 && {src} < {x.shape[d]})")
             clamped = (
-                f"({src} < 0 ? 0 : ({src} >= {x.shape[d]} ? {x.shape[d] - 1} : {src}))"
+                self.bounded(f"({src} < 0 ? 0 : ({src} >= {x.shape[d]} ? {x.shape[d] - 1} : {src}))", 0, x.shape[d] - 1)
                 if before or node.shape[d] != x.shape[d]
                 else src
             )
@@ -313,6 +334,7 @@ class Emitter:
             id_ = self.define(
                 scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {x.shape[dim]}LL : (int64_t)({raw}))"
             )
+            self.bounded(id_, 0, x.shape[dim] - 1)  # an index torch accepts
             flat = self.index(scope, f"({outer} * {x.shape[dim]}LL + {id_}) * {post}LL + {rest}")
             return self.value(scope, x, flat)
         raw = self.value(scope, ids, self.index(scope, broadcast_index(index, ids.shape, node.shape)))
@@ -502,7 +524,7 @@ class Emitter:
         count, element = self.row(scope, src, node.attrs["dims"], node.shape, index)
         t, init, update, final = self.accumulator(node)
         acc = self.fresh("acc")
-        r = self.fresh("r")
+        r = self.bounded(self.fresh("r"), 0, count - 1)
         arg = node.attrs["op"] in ("argmax", "argmin")
         if arg:
             best = self.fresh("best")

@@ -318,17 +318,14 @@ class Writer:
         sources = [
             "\n".join(line for line in s.splitlines() if not line.startswith("#include")) + "\n" for s in sources
         ]
+        # The prelude is the kernel library's (prelude_headers): a solution includes it rather than writing it out.
         if self.device == "cpu":
-            prelude = CPP_PRELUDE + "#include <limits>\n"
+            prelude = '#include "ks_math.h"\n'
+            self.headers.add("ks_math.h")
         else:
             gemm = any(k.kind in ("gemm", "rnn") for k in self.plan.kernels)
-            prelude = (
-                CUDA_PRELUDE.format(block=256)
-                + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
-                + ("#include <cublas_v2.h>\n" if gemm else "")
-                + WARP_REDUCE
-                + (CUBLAS_HANDLE if gemm else "")
-            )
+            prelude = '#define BLOCK 256\n#include "ks_common.cuh"\n' + ('#include "ks_cublas.cuh"\n' if gemm else "")
+            self.headers |= {"ks_common.cuh"} | ({"ks_cublas.cuh"} if gemm else set())
         return (
             prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + "\n".join(sources)
         )
@@ -349,7 +346,8 @@ def _reads(node, target):
     return False
 
 
-CUBLAS_HANDLE = """
+CUBLAS_HANDLE = """#include <cublas_v2.h>
+#include <stdexcept>
 static cublasHandle_t ks_cublas() {
     // One handle per process: creating one per call costs more than a small GEMM.
     static cublasHandle_t h = nullptr;
@@ -357,6 +355,26 @@ static cublasHandle_t ks_cublas() {
     return h;
 }
 """
+
+
+@functools.cache
+def prelude_headers():
+    """{header: text} of the preludes the DAG planner's kernel files include: on CUDA ks_common.cuh (includes, BLOCK
+    unless the file defines it first, the device's grid limit, the block reduction and the online softmax's pairs)
+    and ks_cublas.cuh (the process's cuBLAS handle); on the CPU ks_math.h (branch-free float math that vectorizes)."""
+    once = "#pragma once\n"
+    return {
+        "ks_common.cuh": "// The CUDA kernels' prelude (Kernel Studio's kernel library).\n"
+        + once
+        + CUDA_PRELUDE.format(block=256)
+        + "#include <limits>\n#include <stdexcept>\n#include <string>\n"
+        + WARP_REDUCE,
+        "ks_cublas.cuh": "// The process's cuBLAS handle (Kernel Studio's kernel library).\n" + once + CUBLAS_HANDLE,
+        "ks_math.h": "// The C++ kernels' prelude (Kernel Studio's kernel library).\n"
+        + once
+        + CPP_PRELUDE
+        + "#include <limits>\n",
+    }
 
 
 @functools.cache
@@ -682,8 +700,10 @@ def workspace_files(plan, device, problem_source, block=256, inputs=(), reason=N
     }
     for header in writer.headers:
         files[f"kernels/{header}"] = (
-            attention.template_text(header)
-            if header.startswith(("ks_attention", "ks_rnn", "ks_erfinv"))
+            prelude_headers()[header]
+            if header in prelude_headers()
+            else attention.template_text(header)
+            if header.startswith(("ks_attention", "ks_rnn", "ks_erfinv", "ks_scatter", "ks_sort"))
             else template(header)
         )
     return files
