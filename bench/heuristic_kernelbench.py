@@ -1,7 +1,10 @@
 """The heuristic policy over KernelBench problems, one episode each: correct rate, shares faster than eager
 and torch.compile, geometric-mean speedups, per level. Problems it cannot plan end after the analysis turn.
+--problems runs a folder of problem files instead (bench/user_modules: everyday modules held out from KernelBench),
+--device cpu on the CPU target (no torch.compile baseline there).
 
     python -m bench.heuristic_kernelbench --levels 1,2 [--limit N] [--only NAME,NAME] [--budget-s S]
+    python -m bench.heuristic_kernelbench --problems bench/user_modules [--device cpu]
 """
 
 import argparse
@@ -12,6 +15,16 @@ import tempfile
 import time
 
 from bench._gpu import PROBLEM_SOURCES, gpu_missing
+
+
+def load_folder(folder, only):
+    """The problem files (*.py) of FOLDER as rows of level "user"."""
+    from pathlib import Path
+
+    files = sorted(Path(folder).glob("*.py"))
+    if not files:
+        raise SystemExit(f"no problem files (*.py) in {folder}")
+    return [{"level": "user", "name": f.stem, "code": f.read_text()} for f in files if not only or f.stem in only]
 
 
 def load_problems(levels, only):
@@ -32,7 +45,7 @@ def summarize(results):
         "geomean vs compile (correct) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for level in sorted({r["level"] for r in results}):
+    for level in sorted({r["level"] for r in results}, key=str):
         rows = [r for r in results if r["level"] == level]
         ok = [r for r in rows if r["correct"]]
         n = len(rows)
@@ -51,15 +64,28 @@ def main(argv):
     parser.add_argument("--only", default="", help="comma-separated problem names")
     parser.add_argument("--budget-s", type=float, default=0, help="stop starting episodes after this many seconds")
     parser.add_argument("--out", default="", help="write per-problem results as JSON here")
+    parser.add_argument("--problems", default="", help="a folder of problem files to run instead of KernelBench's")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     args = parser.parse_args(argv)
-    missing = gpu_missing("heuristic_kernelbench")
+    missing = gpu_missing("heuristic_kernelbench") if args.device == "cuda" else None
     if missing:
         print(missing)
         return 0
+    from sandbox.config import EvalConfig
+
     from agent.loop import Episode, EpisodeConfig
     from agent.policies import make_policy
 
-    problems = load_problems({int(x) for x in args.levels.split(",")}, set(filter(None, args.only.split(","))))
+    only = set(filter(None, args.only.split(",")))
+    if args.problems:
+        problems = load_folder(args.problems, only)
+    else:
+        problems = load_problems({int(x) for x in args.levels.split(",")}, only)
+    config = EpisodeConfig(
+        device=args.device,
+        max_turns=12,
+        eval=EvalConfig(device=args.device, compiled_baseline=args.device == "cuda"),
+    )
     if args.limit:
         problems = [
             p
@@ -76,9 +102,7 @@ def main(argv):
             with open(path, "w") as fh:
                 fh.write(row["code"])
             t0 = time.monotonic()
-            traj = Episode(
-                path, make_policy("heuristic"), f"{tmp}/workspace", EpisodeConfig(device="cuda", max_turns=12)
-            ).run()
+            traj = Episode(path, make_policy("heuristic"), f"{tmp}/workspace", config).run()
             v = traj.verdict
             results.append(
                 {
@@ -95,7 +119,8 @@ def main(argv):
             )
             r = results[-1]
             print(
-                f"L{r['level']} {r['name']}: reward {r['reward']}, {r['eager']:.2f}x eager, {r['compiled']:.2f}x "
+                f"{'L' if r['level'] != 'user' else ''}{r['level']} {r['name']}: reward {r['reward']}, "
+                f"{r['eager']:.2f}x eager, {r['compiled']:.2f}x "
                 f"compiled, {r['turns']} turns, {r['seconds']} s ({r['stop'][:100]})",
                 flush=True,
             )
@@ -104,7 +129,9 @@ def main(argv):
             json.dump(results, fh, indent=1)
     print(summarize(results))
     print(
-        f"reproduce: python -m bench.heuristic_kernelbench --levels {args.levels}"
+        "reproduce: python -m bench.heuristic_kernelbench "
+        + (f"--problems {args.problems}" if args.problems else f"--levels {args.levels}")
+        + (f" --device {args.device}" if args.device != "cuda" else "")
         + (f" --limit {args.limit}" if args.limit else "")
         + (f" --only {args.only}" if args.only else "")
     )
