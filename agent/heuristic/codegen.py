@@ -30,6 +30,19 @@ def _chained(sources, prelude):
     return prelude + "".join(line + "\n" for line in includes) + "\n".join(blocks)
 
 
+def _library_prelude(sources, prelude, chained, device, block):
+    """(the kernel file of SOURCES, {its library header: text}): the prelude (and on CUDA the block reduction) that
+    each source starts with included from the kernel library (ks_common.cuh, ks_math.h) rather than written out."""
+    from agent.heuristic.dag.codegen import prelude_headers
+
+    if device == "cuda":
+        sources = [s.replace(BLOCK_REDUCE, "", 1) for s in sources]
+    source = _chained(sources, prelude) if chained else sources[0]
+    header = "ks_common.cuh" if device == "cuda" else "ks_math.h"
+    include = (f"#define BLOCK {block}\n" if device == "cuda" else "") + f'#include "{header}"\n'
+    return include + source[len(prelude) :], {f"kernels/{header}": prelude_headers()[header]}
+
+
 def workspace_files(plan, device, problem_source, block=256):
     """The workspace's files of PLAN (a chain's or a DAG's) for DEVICE: kernels that read the batch size at run time
     where the plans at three batch sizes allow it (batch.py), else the problem's shapes, with the reason in the
@@ -91,12 +104,13 @@ def _files(plan, device, problem_source, block, inputs, reason, decisions=None):
     else:
         sources = [FAMILIES[stage.kind].cpp(stage) for stage in stages]
         prelude, name = CPP_PRELUDE, "kernels/fused.cpp"
-    source = _chained(sources, prelude) if plan.tails else sources[0]
+    source, library = _library_prelude(sources, prelude, plan.tails, device, block)
     files = {
         name: HEADER.format(describe=plan.describe) + source,
         "binding.cpp": binding(plan, device, batch, reason),
         "model_new.py": model_new(plan, problem_source, device),
     }
+    files.update(library)
     if device == "cpu":  # the library kernels' headers, included by name (kernels/ is on the include path)
         for header in {h for stage in stages for h in FAMILIES[stage.kind].HEADERS}:
             files[f"kernels/{header}"] = template(header)

@@ -220,13 +220,13 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-SORT = """
+FFT = """
 import torch
 import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.sort(torch.relu(x), dim=1).values
+        return torch.fft.rfft(torch.relu(x), dim=1).abs()
 
 def get_inputs():
     return [torch.randn(4, 64)]
@@ -415,14 +415,14 @@ def test_the_heuristic_reaches_a_correct_solution_for_norms_pools_and_chained_st
 
 
 def test_the_heuristic_names_the_operator_it_cannot_handle_and_writes_no_fallback(heuristic_episode, tmp_path):
-    traj = heuristic_episode(SORT, "sort")
-    assert traj.stop_reason.startswith("policy_error") and "aten.sort" in traj.stop_reason
+    traj = heuristic_episode(FFT, "fft")
+    assert traj.stop_reason.startswith("policy_error") and "aten._fft_r2c" in traj.stop_reason
     assert traj.verdict["reward"] == -1
     written = [call for turn in traj.turns for call in turn.tool_calls if call.name == "write_file"]
     assert written == []
     # The untouched starter is not sent to the sandbox: its verdict says why there is no solution.
     assert traj.verdict["status"] == "runtime_error" and "still holds the starter" in traj.verdict["log"]
-    assert "sort" in traj.verdict["log"] and traj.verdict["wall_s"] is None
+    assert "_fft_r2c" in traj.verdict["log"] and traj.verdict["wall_s"] is None
 
 
 DEEP_MLP = """

@@ -29,11 +29,19 @@ def test_workspace_starts_with_the_problem_the_skill_and_a_native_starter(tmp_pa
             "ks_conv.h",
             "ks_erfinv.h",
             "ks_gemm.h",
+            "ks_math.h",
             "ks_rnn.h",
             "ks_rnn_cell.h",
         ]
     }
-    library["cuda"] = ["ks_attention.cuh", "ks_checks.h", "ks_rnn.cuh", "ks_rnn_cell.h"]
+    library["cuda"] = [
+        "ks_attention.cuh",
+        "ks_checks.h",
+        "ks_common.cuh",
+        "ks_cublas.cuh",
+        "ks_rnn.cuh",
+        "ks_rnn_cell.h",
+    ]
     assert sorted(cpu.solution_files()) == ["binding.cpp", "kernels/copy.cpp"] + [
         f"kernels/{name}" for name in library["cpu"]
     ] + ["model_new.py"]

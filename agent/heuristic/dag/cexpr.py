@@ -51,6 +51,8 @@ EXTRA_FLOAT_UNARY = {
     "(3.75f / fabsf({x})) * (0.00916281f + (3.75f / fabsf({x})) * (-0.02057706f + (3.75f / fabsf({x})) * "
     "(0.02635537f + (3.75f / fabsf({x})) * (-0.01647633f + (3.75f / fabsf({x})) * 0.00392377f))))))))))",
 }
+# Reductions the CPU target writes as `omp simd` loops, by their OpenMP reduction operator.
+SIMD_REDUCTIONS = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
 BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
@@ -148,6 +150,19 @@ class Emitter:
         if parsed is not None:
             self.exprs.setdefault(name, parsed)
         return name
+
+    def nest(self, name, inner, outer=None, within=None):
+        """The flat index NAME is OUTER * INNER + WITHIN from here on, WITHIN < INNER (names NAME + "o" and NAME +
+        "l" unless given: a CPU kernel's loop over rows of INNER): its divisions by INNER and by the strides within
+        and above it simplify away."""
+        outer, within = outer or f"{name}o", within or f"{name}l"
+        self.ranges[outer], self.ranges[within] = (0, indexing.INF), (0, inner - 1)
+        self.exprs[name] = indexing.add(
+            indexing.scale(indexing.atom(outer), inner), indexing.atom(within, 0, inner - 1)
+        )
+
+    def unnest(self, name):
+        self.exprs.pop(name, None)
 
     def bounded(self, text, lo, hi):
         """TEXT (a name, or a parenthesized C expression as it is written into an index) lies in [LO, HI]."""
@@ -540,6 +555,18 @@ class Emitter:
             inner.lines.append(f"if ({acc} < 0 || {v} {cmp} {best}) {{ {best} = {v}; {acc} = {r}; }}")
         else:
             inner.lines.append(update.format(acc=acc, v=v))
+        op = node.attrs["op"]
+        if self.device == "cpu" and op in SIMD_REDUCTIONS and start == "0":
+            # The row as SIMD lanes reduced at the end (C++ keeps a float max or a double sum in order otherwise);
+            # a float max or min keeps torch's NaN, which a comparison would drop, in a flag beside it.
+            clauses = f"reduction({SIMD_REDUCTIONS[op]}:{acc})"
+            if op in ("max", "min") and src.dtype in FLOATS:
+                nan = self.fresh("nan")
+                scope.lines.append(f"int {nan} = 0;")
+                inner.lines.append(f"{nan} |= {v} != {v};")
+                clauses += f" reduction(|:{nan})"
+                final = f"({nan} ? ({node.ctype})NAN : {final})"
+            scope.lines.append(f"#pragma omp simd {clauses}")
         scope.lines.append(f"for (int64_t {r} = {start}; {r} < {count}LL; {r} += {step}) {{")
         scope.lines += ["    " + line for line in inner.lines]
         scope.lines.append("}")

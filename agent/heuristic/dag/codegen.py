@@ -39,6 +39,8 @@ SCALAR_TYPES = {
 POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
 # On CUDA a reduction over this many elements or more gets a block of threads per output element.
 BLOCK_REDUCE = 256
+# A CPU loop kernel's inner loop runs over at least this many elements of its trailing dims (Writer.rows).
+NESTED_ROW = 16
 # Reductions a CUDA block shares (block_reduce in families/templates/common.cuh), by source and result dtype.
 BLOCK_REDUCE_DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
@@ -107,9 +109,30 @@ class Writer:
             scope.lines.append(f"{acc} = block_reduce({acc}, []({t} a, {t} b) {{ return {op}; }});")
             scope.lines.append(f"if (threadIdx.x == 0) out[i] = {final};")
         else:
+            inner = self.rows(node)
+            if inner:
+                self.emitter.nest("i", inner)
             value = self.emitter.value(scope, node, "i")
             scope.lines.append(f"out[i] = ({node.ctype})({value});")
+            self.emitter.unnest("i")
+            if inner:
+                self.function(node, scope.lines, node.numel, cuda_block, inner)
+                return
         self.function(node, scope.lines, node.numel, cuda_block)
+
+    def rows(self, node):
+        """On the CPU, the length of the inner loop of NODE's kernel: the product of its trailing dims (never dim 0,
+        the batch's) up to at least NESTED_ROW elements; None for a flat loop. Its flat index i = io * inner + il then
+        divides by its own shape's strides only in the outer loop (indexing.py), and the inner loop, division-free,
+        vectorizes."""
+        if self.device != "cpu" or len(node.shape) < 2:
+            return None
+        inner = 1
+        for size in reversed(node.shape[1:]):
+            inner *= size
+            if inner >= NESTED_ROW:
+                return inner
+        return inner if inner >= NESTED_ROW // 2 else None
 
     def maxsum(self, kernel):
         """A row's max and sum of exp(x - max) in one pass (online.py), a CUDA block per row as long as a reduction's."""
@@ -122,12 +145,21 @@ class Writer:
         online.statistics(self.emitter, scope, node, "i", self.device, cuda_block)
         self.function(node, scope.lines, node.numel // 2, cuda_block)
 
-    def function(self, node, lines, n, cuda_block):
+    def function(self, node, lines, n, cuda_block, inner=None):
         """The function writing NODE's buffer: LINES for each i < N, on CUDA a block's threads sharing each i when
-        CUDA_BLOCK, else a thread each."""
+        CUDA_BLOCK, else a thread each; on the CPU in rows of INNER (i = io * INNER + il) where given."""
         reads = self.pointers("".join(lines), "")
         name = f"k_{node.name}"
-        if self.device == "cpu":
+        if self.device == "cpu" and inner:
+            work = max(1, sum(line.count("for (") for line in lines) * 64)
+            source = (
+                f"void {name}({self.params(reads, node.ctype)}) {{\n"
+                f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
+                f"    for (int64_t io = 0; io < {n // inner}LL; ++io) {{\n"
+                f"        for (int64_t il = 0; il < {inner}LL; ++il) {{\n"
+                f"            const int64_t i = io * {inner}LL + il;\n{_indent(lines, 12)}        }}\n    }}\n}}\n"
+            )
+        elif self.device == "cpu":
             work = max(1, sum(line.count("for (") for line in lines) * 64)
             source = (
                 f"void {name}({self.params(reads, node.ctype)}) {{\n"
@@ -211,7 +243,9 @@ class Writer:
                 own = self.plan.buffers[node.name]
                 self.emitter.computing = fused.node.name
                 scope = Scope()
+                self.emitter.nest("i", n, outer="row", within="j")  # the tile's loop: i = row * n + j
                 value = self.emitter.value(scope, fused.node, "i")
+                self.emitter.unnest("i")
                 lines = [line.replace(f"{own}[i]", "out[i]") for line in scope.lines]
                 lines.append(f"out[i] = ({fused.node.ctype})({value});")
                 extra = [p for p in self.pointers("\n".join(lines), "") if p not in (a, b)]

@@ -1,0 +1,71 @@
+"""The DAG planner's CPU loops: a kernel runs over rows of its trailing dims (i = io * inner + il), so that its
+index arithmetic divides only in the outer loop and the inner one vectorizes; a row reduction is an `omp simd`
+loop, and a float max or min still gives torch's NaN."""
+
+import importlib.util
+import re
+
+import torch
+
+from agent.heuristic.analyze import analyze
+from agent.heuristic.codegen import workspace_files
+from agent.heuristic.plan import make_plan
+from agent.library import library_files
+
+SCALED_BY_ROW_MAX = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        scale = x.abs().amax(dim=-1, keepdim=True) / 127.0
+        return torch.round(x / scale) * scale + x.amin(dim=-1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def written(tmp_path, source, device="cpu"):
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    files = {**library_files(device), **workspace_files(make_plan(analyze(str(problem))), device, source)}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    return files
+
+
+def test_an_elementwise_kernel_loops_over_rows_and_its_inner_loop_never_divides(tmp_path):
+    source = written(tmp_path, SCALED_BY_ROW_MAX)["kernels/fused.cpp"]
+    kernels = re.split(r"\nvoid ", source)
+    rowwise = [k for k in kernels if "for (int64_t il = 0; il < 64LL; ++il)" in k]
+    assert rowwise, source
+    for kernel in rowwise:
+        body = kernel.split("const int64_t i = io * 64LL + il;", 1)[1]
+        # the row's statistics are read at io, the row itself at i: nothing divides in the inner loop
+        assert not re.search(r"[/%]\s*\d+LL", body), kernel
+
+
+def test_row_reductions_are_simd_loops_and_keep_torchs_nan(tmp_path):
+    files = written(tmp_path, SCALED_BY_ROW_MAX)
+    assert "#pragma omp simd reduction(max:" in files["kernels/fused.cpp"]
+    assert "#pragma omp simd reduction(min:" in files["kernels/fused.cpp"]
+    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # builds the extension
+    reference = {}
+    exec(SCALED_BY_ROW_MAX, reference)  # noqa: S102 -- the test's own module
+    x = torch.randn(8, 16, 64)
+    x[2, 3, 17] = float("nan")  # one row holds a NaN: its max, min and every element of it are NaN in torch
+    with torch.no_grad():
+        expected = reference["Model"]()(x)
+        got = module.ModelNew()(x)
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    assert torch.isnan(got[2, 3]).all() and not torch.isnan(got[2, 2]).any()
+    torch.testing.assert_close(got, expected, equal_nan=True)
