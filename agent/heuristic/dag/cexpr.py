@@ -365,30 +365,37 @@ class Emitter:
         return self.value(scope, x, self.index(scope, " + ".join(terms)))
 
     def _gather_multi(self, scope, node, index):
-        """x[..., i1, ..., ik, ...] with several index tensors: they broadcast to one shape P, whose positions take the
-        indexed dims' place in the output (adjacent indexed dims), or lead it (dims apart), as in torch."""
-        x, ids = node.args[0], node.args[1:]
-        dims = node.attrs["dims"]
+        """x[..., i1, ..., ik, ...] with several index tensors (multi_index)."""
+        x = node.args[0]
+        coords, _ = self.multi_index(scope, x.shape, node.attrs["dims"], node.args[1:], node.shape, index)
+        terms = [f"{c} * {s}LL" for c, s in zip(coords, contiguous_strides(x.shape))]
+        return self.value(scope, x, self.index(scope, " + ".join(terms)))
+
+    def multi_index(self, scope, x_shape, dims, ids, shape, index):
+        """(x's coordinates, [(raw id, wrapped id, dim) of each indexed dim]) of element INDEX of x[..., i1, ..., ik,
+        ...] (of SHAPE) for x of X_SHAPE indexed at DIMS by IDS: the index tensors broadcast to one shape P, whose
+        positions take the indexed dims' place in SHAPE (adjacent indexed dims), or lead it (dims apart), as in torch;
+        a negative id counts from the end of its dim."""
         rank = max(len(i.shape) for i in ids)
         first = dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
-        picked = list(node.shape[first : first + rank])
+        picked = list(shape[first : first + rank])
         strides = contiguous_strides(picked)
-        terms = [f"{coord(index, node.shape, first + k)} * {strides[k]}LL" for k in range(rank) if picked[k] != 1]
+        terms = [f"{coord(index, shape, first + k)} * {strides[k]}LL" for k in range(rank) if picked[k] != 1]
         position = self.index(scope, " + ".join(terms) or "0")
-        rest = iter(d for d in range(len(node.shape)) if not first <= d < first + rank)
-        x_strides = contiguous_strides(x.shape)
-        terms = []
-        for d, size in enumerate(x.shape):
+        rest = iter(d for d in range(len(shape)) if not first <= d < first + rank)
+        coords, picks = [], []
+        for d, size in enumerate(x_shape):
             if d in dims:
                 ids_d = ids[dims.index(d)]
                 raw = self.value(scope, ids_d, self.index(scope, broadcast_index(position, ids_d.shape, picked)))
                 c = self.define(
                     scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {size}LL : (int64_t)({raw}))"
                 )
+                picks.append((raw, c, d))
             else:
-                c = coord(index, node.shape, next(rest))
-            terms.append(f"{c} * {x_strides[d]}LL")
-        return self.value(scope, x, self.index(scope, " + ".join(terms)))
+                c = coord(index, shape, next(rest))
+            coords.append(c)
+        return coords, picks
 
     def _row(self, scope, node, index):
         """(row length, the operand's strides, the index of its row's first element) for NODE of the topk family at

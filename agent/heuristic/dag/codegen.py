@@ -9,7 +9,7 @@ from pathlib import Path
 from agent.heuristic.codegen import CUDA_PRELUDE, HEADER, WARP_REDUCE, cuda_conv
 from agent.heuristic.conv import HEADERS as CONV_HEADERS
 from agent.heuristic.conv import cpp_conv
-from agent.heuristic.dag import attention, online, rnn, scan
+from agent.heuristic.dag import attention, online, rnn, scan, scatter, sort
 from agent.heuristic.dag.cexpr import Emitter, Scope
 from agent.heuristic.dag.ir import MATERIALIZED
 from agent.heuristic.batch import Specialized
@@ -190,6 +190,18 @@ class Writer:
     def scan(self, kernel):
         name, reads, source = scan.source(kernel.node, self.emitter, self.device, self.pointers, self.params)
         self.functions.append((name, reads, kernel.node.ctype, source, kernel))
+
+    def scatter(self, kernel):
+        self.family(kernel, scatter.source)
+
+    def sort(self, kernel):
+        self.family(kernel, sort.source)
+
+    def family(self, kernel, source):
+        """KERNEL written by a family's SOURCE(node, emitter, device, pointers, params)."""
+        name, reads, text, headers = source(kernel.node, self.emitter, self.device, self.pointers, self.params)
+        self.headers |= set(headers)
+        self.functions.append((name, reads, kernel.node.ctype, text, kernel))
 
     def attention(self, kernel):
         name, reads, source, headers = attention.source(kernel, self.plan.buffers, self.device, self.params)

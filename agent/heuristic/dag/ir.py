@@ -19,8 +19,9 @@ C_TYPES = {
 }
 FLOATS = ("float32", "float64")
 # Nodes that need a buffer of their own: library calls, windows, scans and reductions read their source many times
-# ("maxsum": a row's max and sum of exp(x - max) side by side, online.py).
-MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn", "topk", "maxsum"}
+# ("maxsum": a row's max and sum of exp(x - max) side by side, online.py); a scatter or a sort writes its elements in
+# an order of its own (scatter.py, sort.py).
+MATERIALIZED = {"gemm", "conv", "attention", "scan", "reduce", "pool", "rnn", "topk", "maxsum", "scatter", "sort"}
 # "folded": a parameter-only value the binding's fold operator computes once (rewrite.fold_parameters).
 LEAVES = {"input", "param", "buffer", "constant", "scalar", "folded"}
 

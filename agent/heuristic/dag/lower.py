@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from agent.heuristic.dag import rnn
+from agent.heuristic.dag import rnn, scatter, sort
 from agent.heuristic.dag.ir import FLOATS, Graph, T, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
 
@@ -597,6 +597,42 @@ class Lowering:
 
     def op_nanmedian(self, node, args, kw, overload):
         return self.op_median(node, args, kw, overload, select="nanmedian")
+
+    def op_sort(self, node, args, kw, overload):
+        dim = args[1] if len(args) > 1 else kw.get("dim", -1)
+        descending = args[2] if len(args) > 2 else kw.get("descending", False)
+        return sort.lower(self, node, self.arg(args[0]), dim, descending)
+
+    def op_argsort(self, node, args, kw, overload):
+        return self.op_sort(node, args, kw, overload)[1]
+
+    def op_scatter(self, node, args, kw, overload):
+        """scatter(self, dim, index, src or value[, reduce="add" | "multiply"])."""
+        src = args[3] if len(args) > 3 else kw.get("src", kw.get("value"))
+        src = self.arg(src) if isinstance(src, dict) else src
+        reduce = args[4] if len(args) > 4 else kw.get("reduce", "none")
+        return scatter.scatter(self, node, self.arg(args[0]), args[1], self.arg(args[2]), src, reduce)
+
+    def op_scatter_add(self, node, args, kw, overload):
+        return scatter.scatter(self, node, self.arg(args[0]), args[1], self.arg(args[2]), self.arg(args[3]), "sum")
+
+    def op_scatter_reduce(self, node, args, kw, overload):
+        reduce = args[4] if len(args) > 4 else kw["reduce"]
+        include_self = args[5] if len(args) > 5 else kw.get("include_self", True)
+        x, index, src = self.arg(args[0]), self.arg(args[2]), self.arg(args[3])
+        return scatter.scatter(self, node, x, args[1], index, src, reduce, include_self)
+
+    def op_index_put(self, node, args, kw, overload):
+        accumulate = args[3] if len(args) > 3 else kw.get("accumulate", False)
+        return scatter.index_put(self, node, self.arg(args[0]), args[1], self.arg(args[2]), accumulate)
+
+    def op_index_add(self, node, args, kw, overload):
+        x, source = self.arg(args[0]), self.arg(args[3])
+        dim = args[1] % max(len(x.shape), 1)
+        alpha = args[4] if len(args) > 4 else kw.get("alpha", 1)
+        if alpha != 1:
+            source = self.pointwise("mul", [source, self.scalar(alpha)], source.dtype)
+        return scatter.index_put(self, node, x, [None] * dim + [args[2]], source, True)
 
     def op__trilinear(self, node, args, kw, overload):
         # nn.Bilinear's product: each input unsqueezed at its expand dims, the three multiplied, summed over sumdim

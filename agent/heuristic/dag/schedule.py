@@ -12,11 +12,13 @@ from agent.heuristic.dag import attention, rnn
 from agent.heuristic.dag.ir import LEAVES, MATERIALIZED, T, contiguous_strides
 
 RECOMPUTE = 3  # a value read by several kernels is stored once its inline cost reaches this many operators
+# Node kinds whose kernels are their family's own (the others: a loop over the node's elements)
+FAMILIES = ("scan", "gemm", "conv", "attention", "rnn", "maxsum", "scatter", "sort")
 
 
 @dataclass
 class Kernel:
-    kind: str  # loop | scan | gemm | conv | attention | rnn | maxsum
+    kind: str  # loop, or one of FAMILIES
     node: T
     target: str = ""  # the buffer written: the node's own, or a model buffer it updates (batch norm's statistics)
     layout: dict = field(default_factory=dict)  # gemm: operand pointers, transposes, strides
@@ -201,7 +203,7 @@ class Scheduler:
         once = _fold_closure(self.graph)
         for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
             if node.name in self.stored:
-                kind = node.kind if node.kind in ("scan", "gemm", "conv", "attention", "rnn", "maxsum") else "loop"
+                kind = node.kind if node.kind in FAMILIES else "loop"
                 layout = self.layouts.get(node.name, {})
                 self.kernels.append(Kernel(kind, node, node.name, layout, once=node.name in once))
         for node, kind, target in self.graph.outputs:
