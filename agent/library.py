@@ -16,6 +16,9 @@ HEADERS = {
         "ks_attention.cuh": HEURISTIC / "dag" / "ks_attention.cuh",
         "ks_rnn.cuh": HEURISTIC / "dag" / "ks_rnn.cuh",
         "ks_rnn_cell.h": HEURISTIC / "dag" / "ks_rnn_cell.h",
+        "ks_scatter.cuh": HEURISTIC / "dag" / "ks_scatter.cuh",
+        "ks_sort.cuh": HEURISTIC / "dag" / "ks_sort.cuh",
+        "ks_sort.h": HEURISTIC / "dag" / "ks_sort.h",
     },
     "cpu": {
         "ks_math.h": PRELUDE,
@@ -27,6 +30,8 @@ HEADERS = {
         "ks_gemm.h": HEURISTIC / "ks_gemm.h",
         "ks_conv.h": HEURISTIC / "ks_conv.h",
         "ks_erfinv.h": HEURISTIC / "dag" / "ks_erfinv.h",
+        "ks_scatter.h": HEURISTIC / "dag" / "ks_scatter.h",
+        "ks_sort.h": HEURISTIC / "dag" / "ks_sort.h",
     },
 }
 

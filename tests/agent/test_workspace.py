@@ -32,6 +32,8 @@ def test_workspace_starts_with_the_problem_the_skill_and_a_native_starter(tmp_pa
             "ks_math.h",
             "ks_rnn.h",
             "ks_rnn_cell.h",
+            "ks_scatter.h",
+            "ks_sort.h",
         ]
     }
     library["cuda"] = [
@@ -41,6 +43,9 @@ def test_workspace_starts_with_the_problem_the_skill_and_a_native_starter(tmp_pa
         "ks_cublas.cuh",
         "ks_rnn.cuh",
         "ks_rnn_cell.h",
+        "ks_scatter.cuh",
+        "ks_sort.cuh",
+        "ks_sort.h",
     ]
     assert sorted(cpu.solution_files()) == ["binding.cpp", "kernels/copy.cpp"] + [
         f"kernels/{name}" for name in library["cpu"]
