@@ -207,3 +207,38 @@ def test_a_static_cache_takes_keys_of_another_dtype_than_it_holds():
     cache.early_initialization(1, 2, 8, torch.float32, torch.device("cpu"))
     stored, _ = cache.update(keys, keys, 0, {"cache_position": torch.arange(3)})
     assert stored.dtype == torch.float32 and torch.equal(stored[:, :, :3], keys.float())
+
+
+class _OneDtypeLayer:
+    """A static cache layer as transformers 5.17 writes it: allocated at the first update in the keys' dtype, values
+    included, then filled by `index_copy_`."""
+
+    is_initialized = False
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            shape = (*key_states.shape[:2], 16, key_states.shape[-1])
+            self.keys = torch.zeros(shape, dtype=key_states.dtype)
+            self.values = torch.zeros(shape, dtype=key_states.dtype)
+            self.is_initialized = True
+        position = torch.arange(key_states.shape[2])
+        self.keys.index_copy_(2, position, key_states)
+        self.values.index_copy_(2, position, value_states)
+        return self.keys, self.values
+
+
+def test_a_static_cache_takes_float32_keys_beside_bfloat16_values_at_its_first_update():
+    """Under bf16 autocast a rotary layer's keys are float32 and its values bfloat16 (the H200 run of 2026-11-29)."""
+    from types import SimpleNamespace
+
+    from training.rl.generation_stops import cast_on_update
+
+    keys, values = torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="dtype"):
+        _OneDtypeLayer().update(keys, values)
+    cache = cast_on_update(SimpleNamespace(layers=[_OneDtypeLayer()]))
+    stored_keys, stored_values = cache.layers[0].update(keys, values)
+    assert stored_keys.dtype == stored_values.dtype == torch.float32
+    assert torch.equal(stored_values[:, :, :3], values.float()) and torch.equal(stored_keys[:, :, :3], keys)
+    stored_keys, _ = cache.layers[0].update(keys.bfloat16(), values)  # a later compiled step's bfloat16 keys
+    assert stored_keys.dtype == torch.float32

@@ -49,9 +49,11 @@ class LoopingRows:
 
 
 def cast_on_update(cache):
-    """Make each layer of the static CACHE cast the keys and values it is handed to the dtype it holds: under bf16
-    autocast the first (eager) step may store float32 keys and a compiled step then hand it bfloat16 ones, which
-    `index_copy_` refuses (seen on the H200 with transformers 5.17). Returns CACHE."""
+    """Make each layer of the static CACHE cast the keys and values it is handed to the dtype it holds. Under bf16
+    autocast a Llama/Qwen2 layer hands float32 keys (rotary embeddings in float32) beside bfloat16 values, and a
+    compiled step may hand bfloat16 keys to a float32 cache; `index_copy_` refuses both. transformers 5.17 (the GPU
+    host's) allocates a layer's values in its keys' dtype, so the first update's values are cast to the keys' dtype
+    too. Returns CACHE."""
     for layer in cache.layers:
         layer.update = _casting(layer, layer.update)
     return cache
@@ -61,6 +63,8 @@ def _casting(layer, update):
     def cast_update(key_states, value_states, *args, **kwargs):
         if getattr(layer, "is_initialized", False):
             key_states, value_states = key_states.to(layer.keys.dtype), value_states.to(layer.values.dtype)
+        else:
+            value_states = value_states.to(key_states.dtype)
         return update(key_states, value_states, *args, **kwargs)
 
     return cast_update
