@@ -69,3 +69,50 @@ def test_row_reductions_are_simd_loops_and_keep_torchs_nan(tmp_path):
     assert torch.equal(torch.isnan(got), torch.isnan(expected))
     assert torch.isnan(got[2, 3]).all() and not torch.isnan(got[2, 2]).any()
     torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+POOLED_WITH_A_SKIP = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        pooled = F.max_pool2d(x, 2)
+        return pooled * torch.sigmoid(pooled) + F.avg_pool2d(x, 2)
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_max_pool_window_with_a_nan_gives_torchs_nan(tmp_path):
+    written(tmp_path, POOLED_WITH_A_SKIP)
+    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # builds the extension
+    reference = {}
+    exec(POOLED_WITH_A_SKIP, reference)  # noqa: S102 -- the test's own module
+    x = torch.randn(2, 4, 16, 16)
+    x[1, 2, 5, 6] = float("nan")  # the window (2, 3) of channel 2 holds it: torch's max is NaN there
+    with torch.no_grad():
+        expected = reference["Model"]()(x)
+        got = module.ModelNew()(x)
+    assert torch.isnan(expected[1, 2, 2, 3])
+    torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+WIDE_ROW_MAX = SCALED_BY_ROW_MAX.replace("torch.randn(8, 16, 64)", "torch.randn(8, 4096)")
+
+
+def test_cuda_block_reductions_of_floats_keep_nan_as_torchs_max_and_min_do(tmp_path):
+    source = written(tmp_path, WIDE_ROW_MAX, device="cuda")["kernels/fused.cu"]
+    # the block's combine, and each thread's own loop, let NaN win where fmaxf / a bare comparison would drop it
+    assert "block_reduce(" in source and "fmaxf" not in source and "fminf" not in source
+    assert "a > b || a != a ? a : b" in source and "a < b || a != a ? a : b" in source
+    assert re.search(r"(\w+) = (\w+) > \1 \|\| \2 != \2 \? \2 : \1;", source), source

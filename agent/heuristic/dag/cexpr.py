@@ -563,7 +563,11 @@ class Emitter:
         else:
             inner.lines.append(update.format(acc=acc, v=v))
         op = node.attrs["op"]
-        if self.device == "cpu" and op in SIMD_REDUCTIONS and start == "0":
+        simd = self.device == "cpu" and op in SIMD_REDUCTIONS and start == "0"
+        if op in ("max", "min") and src.dtype in FLOATS and not simd:
+            # torch's max and min propagate NaN, which a bare comparison drops (the SIMD loop flags it instead)
+            inner.lines[-1] = f"{acc} = {v} {'>' if op == 'max' else '<'} {acc} || {v} != {v} ? {v} : {acc};"
+        if simd:
             # The row as SIMD lanes reduced at the end (C++ keeps a float max or a double sum in order otherwise);
             # a float max or min keeps torch's NaN, which a comparison would drop, in a flag beside it.
             clauses = f"reduction({SIMD_REDUCTIONS[op]}:{acc})"
@@ -628,7 +632,10 @@ class Emitter:
         inner = Scope(scope)
         flat = self.index(inner, f"{base} + " + " + ".join(f"{p} * {st}LL" for p, st in zip(positions, in_strides)))
         v = self.value(inner, x, flat)
-        inner.lines.append(f"{acc} = {v} > {acc} ? {v} : {acc};" if is_max else f"{acc} += {v}; ++{count};")
+        # a max pool keeps NaN as torch's does: once taken, no comparison replaces it
+        inner.lines.append(
+            f"{acc} = {v} > {acc} || {v} != {v} ? {v} : {acc};" if is_max else f"{acc} += {v}; ++{count};"
+        )
         scope.lines += loops + ["    " + line for line in inner.lines] + closers
         if is_max:
             return self.define(scope, node.ctype, f"({node.ctype}){acc}")

@@ -94,8 +94,11 @@ class Writer:
         self.decisions[node.name] = cuda_block
         if cuda_block:
             acc, t, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
-            extreme = {"float": ("fmaxf(a, b)", "fminf(a, b)"), "double": ("fmax(a, b)", "fmin(a, b)")}.get(
-                t, ("a > b ? a : b", "a < b ? a : b")
+            # NaN wins, as in torch's max and min (fmaxf would drop it)
+            extreme = (
+                ("a > b || a != a ? a : b", "a < b || a != a ? a : b")
+                if t in ("float", "double")
+                else ("a > b ? a : b", "a < b ? a : b")
             )
             op = {
                 "sum": "a + b",
