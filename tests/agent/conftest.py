@@ -9,6 +9,7 @@ what it learned on short windows holds at any position of the long real prompts.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -98,6 +99,23 @@ RELU_SOLUTION = {
         """,
 }
 RELU_SOLUTION = {k: textwrap.dedent(v).lstrip("\n") for k, v in RELU_SOLUTION.items()}
+
+
+@pytest.fixture
+def nvcc_compile(tmp_path):
+    """compile(files): write a CUDA workspace's FILES under tmp_path and compile its kernels/fused.cu with the local
+    nvcc for sm_90 (the GPU hosts' Hopper); the finished process, its stderr for the assertion's message."""
+
+    def compile_(files):
+        for path, text in files.items():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text)
+        kernels = tmp_path / "kernels"
+        command = [shutil.which("nvcc") or "nvcc", "-std=c++17", "-arch=sm_90", "-c", str(kernels / "fused.cu")]
+        command += ["-I", str(kernels), "-o", str(tmp_path / "fused.o")]
+        return subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+
+    return compile_
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 kernels, run end to end on the CPU target, and the CUDA kernels they make compiled by nvcc."""
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -198,19 +197,9 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.parametrize(
     "name,source", [("sdpa_masks", SDPA_MASKS), ("hand_written_key_padding", HAND_WRITTEN_KEY_PADDING)]
 )
-def test_the_masked_attention_kernels_compile_with_nvcc(plan_of, tmp_path, name, source):
+def test_the_masked_attention_kernels_compile_with_nvcc(plan_of, nvcc_compile, name, source):
     # (no GEMM in these: cuBLAS's headers may be missing here; tests/gpu runs nn.MultiheadAttention on the GPU host)
     files = workspace_files(plan_of(source), "cuda", source)
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
     assert "cublas" not in files["kernels/fused.cu"] and "KsMask{" in files["kernels/fused.cu"]
-    result = subprocess.run(
-        [NVCC, "-std=c++17", "-arch=sm_90", "-c", str(tmp_path / "kernels" / "fused.cu"), "-I"]
-        + [str(tmp_path / "kernels"), "-o", str(tmp_path / "fused.o")],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = nvcc_compile(files)
     assert result.returncode == 0, result.stderr[-3000:]

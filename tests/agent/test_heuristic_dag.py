@@ -4,7 +4,6 @@ planned, compiled, verified and submitted through `python -m agent optimize`'s e
 decisions and its CUDA output compiled by nvcc."""
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -823,14 +822,11 @@ NVCC = shutil.which("nvcc")
         ("i0_of_running_sums", I0_OF_RUNNING_SUMS),
     ],
 )
-def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source):
+def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, nvcc_compile, name, source):
     # (GEMMs need cuBLAS's headers, which this machine's toolkit may lack: tests/gpu builds those on the GPU host)
     plan = plan_of(tmp_path, source)
     assert (plan.kind == "graph") == (name != "stage_chain_softmax")
     files = workspace_files(plan, "cuda", source)
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
     assert "132 * 32" not in files["kernels/fused.cu"]
     if name == "wide_reductions":  # each row's threads share the reduction, whatever its dtype
         assert all(f"[]({t} a, {t} b)" in files["kernels/fused.cu"] for t in ("int64_t", "bool", "double"))
@@ -845,21 +841,5 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, name, source)
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
         # float32 sums and products accumulate in double: a tile's partial product leaves float's range sooner
         assert files["kernels/fused.cu"].count("__shared__ double tile[") == 2
-    result = subprocess.run(
-        [
-            NVCC,
-            "-std=c++17",
-            "-arch=sm_90",
-            "-c",
-            str(tmp_path / "kernels" / "fused.cu"),
-            "-I",
-            str(tmp_path / "kernels"),
-            "-o",
-            str(tmp_path / "fused.o"),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = nvcc_compile(files)
     assert result.returncode == 0, result.stderr[-3000:]

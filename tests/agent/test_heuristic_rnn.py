@@ -6,7 +6,6 @@ step's input projection and a step kernel per layer and direction, compiled, ver
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -175,21 +174,11 @@ NVCC = shutil.which("nvcc")
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
 @pytest.mark.parametrize("name,source", CASES[:3], ids=[case[0] for case in CASES[:3]])
-def test_the_rnn_familys_cuda_kernels_compile_with_nvcc(tmp_path, name, source):
+def test_the_rnn_familys_cuda_kernels_compile_with_nvcc(tmp_path, nvcc_compile, name, source):
     plan = plan_of(tmp_path, source)
     files = workspace_files(plan, "cuda", source)
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
     assert "ks_rnn<" in files["kernels/fused.cu"] and "kernels/ks_rnn.cuh" in files
-    result = subprocess.run(
-        [NVCC, "-std=c++17", "-arch=sm_90", "-c", str(tmp_path / "kernels" / "fused.cu"), "-I"]
-        + [str(tmp_path / "kernels"), "-o", str(tmp_path / "fused.o")],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = nvcc_compile(files)
     if "cublas_v2.h" in result.stderr and "No such file" in result.stderr:
         pytest.skip("this machine's CUDA toolkit has no cuBLAS headers (tests/gpu builds these on the GPU host)")
     assert result.returncode == 0, result.stderr[-3000:]

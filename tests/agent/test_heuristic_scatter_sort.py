@@ -4,7 +4,6 @@ out-of-range index raising instead of writing out of bounds, and the CUDA kernel
 
 import importlib.util
 import shutil
-import subprocess
 
 import pytest
 import torch
@@ -127,13 +126,10 @@ NVCC = shutil.which("nvcc")
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
-def test_the_scatter_and_sort_cuda_kernels_compile_with_nvcc(tmp_path):
+def test_the_scatter_and_sort_cuda_kernels_compile_with_nvcc(tmp_path, nvcc_compile):
     plan = plan_of(tmp_path, EVERY_PATH)
     files = workspace_files(plan, "cuda", EVERY_PATH)
     assert plan.specialized is None, plan.specialized  # the kernels read the batch size at run time
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
     source = files["kernels/fused.cu"]
     for call in (
         "ks_atomic_add(",
@@ -144,21 +140,5 @@ def test_the_scatter_and_sort_cuda_kernels_compile_with_nvcc(tmp_path):
         "ks_check_indices(",
     ):
         assert call in source, call
-    result = subprocess.run(
-        [
-            NVCC,
-            "-std=c++17",
-            "-arch=sm_90",
-            "-c",
-            str(tmp_path / "kernels" / "fused.cu"),
-            "-I",
-            str(tmp_path / "kernels"),
-            "-o",
-            str(tmp_path / "fused.o"),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = nvcc_compile(files)
     assert result.returncode == 0, result.stderr[-3000:]
