@@ -62,10 +62,10 @@ static void ks_attention(const KsAttention& a, const float* q, const float* k, c
                 if (a.mask_kind == 1) score += (float)mrow[j * mcol];
                 if (a.mask_kind == 2 && !mrow[j * mcol]) score = -INFINITY;
                 s[j - j0] = score;
-                tile_max = std::max(tile_max, score);
+                tile_max = score > tile_max || score != score ? score : tile_max;  // NaN wins, as in torch
             }
             if (tile_max == -INFINITY) continue;
-            const float m_new = std::max(m, tile_max);
+            const float m_new = tile_max > m || tile_max != tile_max ? tile_max : m;
             const float correction = m == -INFINITY ? 0.f : std::exp(m - m_new);
             l *= correction;
             #pragma omp simd
@@ -80,7 +80,7 @@ static void ks_attention(const KsAttention& a, const float* q, const float* k, c
             }
             m = m_new;
         }
-        const float inv = l > 0.f ? 1.f / l : a.masked_row;  // every key masked: o is still all zeros
+        const float inv = l > 0.f || l != l ? 1.f / l : a.masked_row;  // every key masked: o is still all zeros
         #pragma omp simd
         for (int64_t d = 0; d < a.ev; ++d) o[d] *= inv;
     }
