@@ -92,6 +92,7 @@ def main(argv=None):
     from training.rl.cli import train
     from training.rl.data import build
     from training.rl.metrics import read
+    from training.rl.rollouts import RolloutError
     from training.rl.runtime import OutOfTime
     from training.rl.tasks import read_rows
 
@@ -138,11 +139,14 @@ def main(argv=None):
     if args.data_only:
         print(f"data complete in {data}: {summary['kept_trajectories']} trajectories kept")
         return 0
+    failure = None
     try:
         train(config, config.stages, stop_after=max(1.0, args.budget_s - (time.monotonic() - t0)))
     except OutOfTime as exc:
         print(f"unfinished: {exc}")
         return 0
+    except RolloutError as exc:  # an evaluation or PPO's rollouts: the stages trained before it still report
+        failure = exc
     wall = time.monotonic() - t0
     records = read(run_dir)
     evals = [r for r in records if r["stage"] == "eval"]
@@ -208,6 +212,9 @@ def main(argv=None):
             f"--out {out / 'kernelbench-l1'}"
         )
     print(f"reproduce: python -m bench.rl_pipeline {' '.join(sys.argv[1:])}")
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        return 2
     return 0
 
 
