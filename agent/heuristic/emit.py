@@ -48,6 +48,7 @@ PARALLEL_ELEMENTS = 1 << 16
 PARALLEL_FLOPS = 1 << 22
 CPP_PRELUDE = r"""#include <cstdint>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <algorithm>
 // Branch-free float math, so that `omp simd` loops vectorize instead of calling scalar libm per element.
@@ -81,9 +82,58 @@ static inline float ks_erff(float x) {
                             + 0.254829592f) * t * ks_expf(-a * a);
     return x < 0.0f ? -y : y;
 }
+// tanh: Cephes' odd polynomial under 0.625, where 1 - 2 / (e^2|x| + 1) would lose its relative accuracy; past 10
+// the latter is 1.0f exactly, as the true value rounds to it.
 static inline float ks_tanhf(float x) {
-    const float e = ks_expf(2.0f * ks_clamp(x, -15.0f, 15.0f));
-    return (e - 1.0f) / (e + 1.0f);
+    const float a = std::fabs(x), z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f; p = p * z - 5.37397155531e-2f; p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const float small = x + x * z * p;
+    const float big = 1.0f - 2.0f / (ks_expf(2.0f * ks_clamp(a, 0.0f, 10.0f)) + 1.0f);
+    const float r = a < 0.625f ? small : (x < 0.0f ? -big : big);
+    return x != x ? x : r;
+}
+static inline float ks_bits_to_float(int32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+static inline int32_t ks_float_to_bits(float f) {
+    int32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+// log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) by Cephes' polynomial in m - 1 (exact), e ln 2 in two parts;
+// subnormals are scaled into the normals first. 0 gives -inf, a negative number NaN, inf inf, NaN NaN, as libm's.
+static inline float ks_logf(float x) {
+    // integer masks rather than a bool select: GCC 12 does not vectorize this loop with the latter
+    const int32_t raw = ks_float_to_bits(x);
+    const int32_t subnormal = (int32_t)((uint32_t)(raw & 0x7f800000) - 1u) >> 31;  // -1 for 0 and subnormals, else 0
+    const int32_t bits = (ks_float_to_bits(x * 8388608.0f) & subnormal) | (raw & ~subnormal);
+    const float m = ks_bits_to_float((bits & 0x007fffff) | 0x3f000000);  // in [0.5, 1)
+    const bool low = m < 0.707106781186547524f;
+    const float e = (float)(((bits >> 23) & 0xff) - 126 - (subnormal & 23) - (int32_t)low);
+    const float f = low ? m + m - 1.0f : m - 1.0f, z = f * f;
+    float p = 7.0376836292e-2f;
+    p = p * f - 1.1514610310e-1f; p = p * f + 1.1676998740e-1f; p = p * f - 1.2420140846e-1f;
+    p = p * f + 1.4249322787e-1f; p = p * f - 1.6668057665e-1f; p = p * f + 2.0000714765e-1f;
+    p = p * f - 2.4999993993e-1f; p = p * f + 3.3333331174e-1f;
+    float r = (f + (p * f * z - 2.12194440e-4f * e - 0.5f * z)) + 0.693359375f * e;
+    r = x == INFINITY ? x : r;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
+    return x != x ? x : r;
+}
+// log1p: log(u) for u = 1 + x rounded, plus that rounding's error over u (the error exactly, by Knuth's TwoSum), so
+// that small x keep their relative accuracy; -1 gives -inf, below it NaN, inf inf.
+static inline float ks_log1pf(float x) {
+    const float u = 1.0f + x, back = u - x;
+    const float c = (1.0f - back) + (x - (u - back));
+    float r = ks_logf(u) + c / u;
+    r = x == -1.0f ? -INFINITY : r;
+    r = x == INFINITY ? x : r;
+    return u == 1.0f ? x : r;
 }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline float ks_fmax(float a, float b) { return a > b ? a : b; }
@@ -93,6 +143,8 @@ static inline float ks_fmin(float a, float b) { return a < b ? a : b; }
 #define expf(x) ks_expf(x)
 #define erff(x) ks_erff(x)
 #define tanhf(x) ks_tanhf(x)
+#define logf(x) ks_logf(x)
+#define log1pf(x) ks_log1pf(x)
 """
 
 
