@@ -5,6 +5,22 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// This thread's share [first, last) of COUNT lines, inside a parallel region: contiguous, and cut at multiples of 16
+// where each thread gets more than that, so that two threads seldom write one cache line.
+inline void ks_share(int64_t count, int64_t& first, int64_t& last) {
+#ifdef _OPENMP
+    const int64_t threads = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    const int64_t threads = 1, id = 0;
+#endif
+    const int64_t align = count >= 16 * threads ? 16 : 1;
+    first = count * id / threads / align * align;
+    last = id + 1 == threads ? count : count * (id + 1) / threads / align * align;
+}
 
 struct KsBadIndex {
     bool found = false;

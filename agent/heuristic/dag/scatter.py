@@ -2,11 +2,12 @@
 
 The output starts as the self operand; then each source element is combined into the element its index picks (an
 assignment, a sum, product, max or min; a mean is a sum over a count). The source elements split into lines: those
-that differ off the indexed dims never meet, and a line's elements are combined in order. In C++ a thread takes whole
-lines, so a sum adds its terms in torch's own order; on CUDA a thread takes one element and updates atomically. An
-out-of-range index raises as torch's does, after the kernel, and its element is never written. A plain scatter (or
-index_put without accumulate) with duplicate indices keeps one of the values, as torch leaves it unspecified: in C++
-the last in the source's order (as torch's CPU kernel), on CUDA any of them.
+that differ off the indexed dims never meet, and a line's elements are combined in order. In C++ a thread takes a
+contiguous block of whole lines and walks those of one row side by side (an `omp simd` loop where their targets are
+contiguous too, as index_add's), so a sum adds its terms in torch's own order; on CUDA a thread takes one element and
+updates atomically. An out-of-range index raises as torch's does, after the kernel, and its element is never written.
+A plain scatter (or index_put without accumulate) with duplicate indices keeps one of the values, as torch leaves it
+unspecified: in C++ the last in the source's order (as torch's CPU kernel), on CUDA any of them.
 """
 
 import math
@@ -181,40 +182,54 @@ def source(node, emitter, device, pointers, params):
 
     init = Scope()
     init.lines.append(f"out[i] = ({ctype})({emitter.value(init, node.args[0], 'i')});")
-    mark = None
-    if not a["include_self"] and reduce != "none":
-        mark = Scope()
-        t = _target(emitter, mark, node, "e", bad)
-        mark.lines.append(f"out[{t}] = {_identity(reduce, node.dtype)};")
-    update = Scope()
-    t = _target(emitter, update, node, "e", bad)
-    v = f"({ctype})({emitter.value(update, node.args[1], 'e')})"
-    if device == "cpu" or reduce == "none":
-        update.lines.append(f"out[{t}] = {_combine(reduce, f'out[{t}]', v, ctype)};")
-    elif reduce == "sum":
-        update.lines.append(f"ks_atomic_add(out + {t}, {v});")
-    else:
+    rows = device == "cpu" and _contiguous_lines(node)
+
+    def targeted(line):
+        """A pass: (lines computing source element e's target, then LINE(target, element, scope) of the element; in
+        rows, None) or, where a line is contiguous in the output, (those of the target of e = the line's element at
+        in = 0, those of the elements ev = e + in, which the target + in holds)."""
+        head = Scope()
+        t = _target(emitter, head, node, "e", bad)
+        if not rows:
+            head.lines.append(line(t, "e", head))
+            return head, None
+        body = Scope(head)
+        body.lines.append("const int64_t ev = e + in;")
+        body.lines.append(line(f"{t} + in", "ev", body))
+        return head, body
+
+    def update(t, element, scope):
+        v = f"({ctype})({emitter.value(scope, node.args[1], element)})"
+        if device == "cpu" or reduce == "none":
+            return f"out[{t}] = {_combine(reduce, f'out[{t}]', v, ctype)};"
+        if reduce == "sum":
+            return f"ks_atomic_add(out + {t}, {v});"
         combine = _combine(reduce, "a", "b", ctype)
-        update.lines.append(f"ks_atomic_apply(out + {t}, {v}, []({ctype} a, {ctype} b) {{ return {combine}; }});")
-    scopes = [init] + ([mark] if mark else []) + [update]
-    reads = pointers("\n".join(line for s in scopes for line in s.lines), "")
+        return f"ks_atomic_apply(out + {t}, {v}, []({ctype} a, {ctype} b) {{ return {combine}; }});"
+
+    passes = []
+    if not a["include_self"] and reduce != "none":
+        passes.append(targeted(lambda t, element, scope: f"out[{t}] = {_identity(reduce, node.dtype)};"))
+    passes.append(targeted(update))
+    lines = init.lines + [line for p in passes for s in p if s for line in s.lines]
+    reads = pointers("\n".join(lines), "")
     numel, domain = node.numel, math.prod(a["domain"])
     if device == "cpu":
         outer, length, inner = _lines(node)
-        passes = "".join(_cpu_lines(s.lines, outer, length, inner) for s in scopes[1:])
+        loops = "".join(_cpu_lines(head.lines, body and body.lines, outer, length, inner) for head, body in passes)
         text = (
             '#include "ks_scatter.h"\n'
             f"void {name}({params(reads, ctype)}) {{\n"
             f"    #pragma omp parallel for schedule(static) if({numel}LL >= 65536LL)\n"
             f"    for (int64_t i = 0; i < {numel}LL; ++i) {{\n{_indent(init.lines, 8)}    }}\n"
-            f"    KsBadIndex bad;\n{passes}"
+            f"    KsBadIndex bad;\n{loops}"
             f'    bad.raise("{a["what"]}");\n}}\n'
         )
         return name, reads, text, ["ks_scatter.h"]
     kernels = [(f"g_{node.name}_init", init, numel, "i")]
-    if mark:
-        kernels.append((f"g_{node.name}_mark", mark, domain, "e"))
-    kernels.append((f"g_{node.name}", update, domain, "e"))
+    if len(passes) == 2:
+        kernels.append((f"g_{node.name}_mark", passes[0][0], domain, "e"))
+    kernels.append((f"g_{node.name}", passes[-1][0], domain, "e"))
     args = "".join(r + ", " for r in reads) + "out"
     text = f'#include "ks_scatter.cuh"\nstatic __device__ unsigned long long {symbol}[4];\n'
     launches = ""
@@ -236,15 +251,41 @@ def source(node, emitter, device, pointers, params):
     return name, reads, text, ["ks_scatter.cuh"]
 
 
-def _cpu_lines(lines, outer, length, inner):
-    """A C++ loop running LINES for each source element e: a thread per line (see _lines), each line in order."""
+def _contiguous_lines(node):
+    """Whether the elements of a line at one position c (see _lines) have contiguous targets: index_put's and
+    index_add's with adjacent index dims, whose trailing dims are the output's own."""
+    dims = node.attrs["dims"]
+    return node.attrs["mode"] == "index" and dims == list(range(dims[0], dims[0] + len(dims)))
+
+
+def _cpu_lines(head, body, outer, length, inner):
+    """A C++ loop running HEAD for each source element e, then BODY (where not None) for each of the elements e + in
+    of the lines that pass through it. The lines (see _lines), numbered o * INNER + in, are shared out to the threads
+    in contiguous blocks (ks_share); a thread walks its lines of one o together, position c after position c, so
+    that it reads the source's rows contiguously and each line still takes its elements in order. With a BODY, HEAD
+    runs once per position (at in = 0) and BODY is an `omp simd` loop over the lines."""
+    if body is None:
+        loop = (
+            f"                for (int64_t in = in0; in < in1; ++in) {{\n"
+            f"                    const int64_t e = (o * {length}LL + c) * {inner}LL + in;\n"
+            f"{_indent(head, 20)}                }}\n"
+        )
+    else:
+        loop = (
+            f"                const int64_t e = (o * {length}LL + c) * {inner}LL;\n{_indent(head, 16)}"
+            f"                #pragma omp simd\n"
+            f"                for (int64_t in = in0; in < in1; ++in) {{\n{_indent(body, 20)}                }}\n"
+        )
     return (
-        f"    #pragma omp parallel for schedule(static) if({outer * length * inner}LL >= 65536LL)\n"
-        f"    for (int64_t t = 0; t < {outer * inner}LL; ++t) {{\n"
-        f"        const int64_t o = t / {inner}LL, in = t % {inner}LL;\n"
-        f"        for (int64_t c = 0; c < {length}LL; ++c) {{\n"
-        f"            const int64_t e = (o * {length}LL + c) * {inner}LL + in;\n"
-        f"{_indent(lines, 12)}        }}\n    }}\n"
+        f"    #pragma omp parallel if({outer * length * inner}LL >= 65536LL)\n"
+        f"    {{\n"
+        f"        int64_t first, last;\n"
+        f"        ks_share({outer * inner}LL, first, last);\n"
+        f"        for (int64_t t = first, in0, in1; t < last; t += in1 - in0) {{\n"
+        f"            const int64_t o = t / {inner}LL;\n"
+        f"            in0 = t % {inner}LL;\n"
+        f"            in1 = {inner}LL - in0 < last - t ? {inner}LL : in0 + (last - t);\n"
+        f"            for (int64_t c = 0; c < {length}LL; ++c) {{\n{loop}            }}\n        }}\n    }}\n"
     )
 
 
