@@ -52,6 +52,9 @@ EXTRA_FLOAT_UNARY = {
     "(0.02635537f + (3.75f / fabsf({x})) * (-0.01647633f + (3.75f / fabsf({x})) * 0.00392377f))))))))))",
 }
 # Reductions the CPU target writes as `omp simd` loops, by their OpenMP reduction operator.
+# The largest topk whose CPU kernels keep the row's best elements in a buffer on the stack (one pass of the row per
+# element); a larger one (and CUDA's) takes j + 1 passes for element j, with no storage.
+TOPK_BUFFER = 1024
 SIMD_REDUCTIONS = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
@@ -410,14 +413,16 @@ class Emitter:
         return x.shape[dim], strides, self.index(scope, " + ".join(terms) or "0")
 
     def _topk(self, scope, node, index):
-        """Element j of a row of topk: j + 1 passes over the row, each taking the best element after the last one
-        taken in the order (value, then the lower index first): no storage, k passes of the row for k outputs."""
+        """Element j of a row of topk: on the CPU by _topk_buffer, else j + 1 passes over the row, each taking the best
+        element after the last one taken in the order (value, then the lower index first): no storage."""
         if node.attrs.get("select"):
             return self._median(scope, node, index)
         x = node.args[0]
         dim = node.attrs["dim"]
         n, strides, base = self._row(scope, node, index)
         j = self.index(scope, coord(index, node.shape, dim))
+        if self.device == "cpu" and node.attrs["k"] <= TOPK_BUFFER:
+            return self._topk_buffer(scope, node, n, strides, base, j)
         better = ">" if node.attrs["largest"] else "<"
         worse = "<" if node.attrs["largest"] else ">"
         pv, pi, bv, bi, t, r = (self.fresh(p) for p in ("pv", "pi", "bv", "bi", "t", "r"))
@@ -438,6 +443,37 @@ class Emitter:
         scope.lines.append(f"    {pv} = {bv}; {pi} = {bi};")
         scope.lines.append("}")
         return self.define(scope, node.ctype, pv if node.attrs["want"] == "values" else pi)
+
+    def _topk_buffer(self, scope, node, n, strides, base, j):
+        """Element J of a row of topk on the CPU: one pass over the row keeping its best j + 1 elements in order, in
+        a buffer of k (an element enters where it beats the last kept, which is seldom after the first few). NaN is
+        the largest, as in torch's topk; equal values keep the lower index first."""
+        x, dim = node.args[0], node.attrs["dim"]
+        bv, bi, kept, r, at = (self.fresh(p) for p in ("bv", "bi", "kept", "r", "at"))
+        inner = Scope(scope)
+        v = self.value(
+            inner, x, self.index(inner, f"{base} + {r} * {strides[dim]}LL" if strides[dim] != 1 else f"{base} + {r}")
+        )
+
+        def beats(b):  # V, later in the row than B's element, comes before it
+            if node.attrs["largest"]:
+                return f"({v} != {v} ? {b} == {b} : {v} > {b})"
+            return f"({v} == {v} && ({b} != {b} || {v} < {b}))"
+
+        k = node.attrs["k"]
+        scope.lines.append(f"{x.ctype} {bv}[{k}]; int64_t {bi}[{k}]; int64_t {kept} = 0;")
+        scope.lines.append(f"for (int64_t {r} = 0; {r} < {n}LL; ++{r}) {{")
+        scope.lines += ["    " + line for line in inner.lines]
+        scope.lines.append(f"    if ({kept} <= {j} || {beats(f'{bv}[{j}]')}) {{")
+        scope.lines.append(f"        int64_t {at} = {kept} <= {j} ? {kept}++ : {j};")
+        scope.lines.append(
+            f"        for (; {at} > 0 && {beats(f'{bv}[{at} - 1]')}; --{at}) "
+            f"{{ {bv}[{at}] = {bv}[{at} - 1]; {bi}[{at}] = {bi}[{at} - 1]; }}"
+        )
+        scope.lines.append(f"        {bv}[{at}] = {v}; {bi}[{at}] = {r};")
+        scope.lines.append("    }")
+        scope.lines.append("}")
+        return self.define(scope, node.ctype, f"{bv}[{j}]" if node.attrs["want"] == "values" else f"{bi}[{j}]")
 
     def _median(self, scope, node, index):
         """torch.median / nanmedian of a row (NODE keeps the reduced dim, size 1): the element of rank (n - 1) / 2 in

@@ -2,10 +2,11 @@
 
 A sort node holds a row's int64 positions in sorted order (ks_sort.h's: by value, NaN as the largest, then by position,
 as torch's stable sort); the sorted values are a gather of the operand at them, computed where they are read. In C++
-a thread sorts a row at a time (std::sort under that total order). On CUDA a block sorts a row in shared memory with a
-bitonic network; a row too long for a block's shared memory is sorted in chunks that fit, which merge passes then
-combine (each element's place in the merged pair of runs found by a binary search of the other run), through a
-scratch copy of the positions that the node carries as its dim 0 (the positions are its first half).
+a thread sorts a row at a time (ks_sort.h's KsRowSorter: a stable radix sort of the values' bits). On CUDA a block
+sorts a row in shared memory with a bitonic network; a row too long for a block's shared memory is sorted in chunks
+that fit, which merge passes then combine (each element's place in the merged pair of runs found by a binary search of
+the other run), through a scratch copy of the positions that the node carries as its dim 0 (the positions are its
+first half).
 """
 
 import math
@@ -61,24 +62,21 @@ def source(node, emitter, device, pointers, params):
     reads = pointers("\n".join(load), "")
     if device == "cpu":
         text = f"""#include "ks_sort.h"
-#include <algorithm>
 #include <vector>
 void {name}({params(reads, "int64_t")}) {{
     #pragma omp parallel if({x.numel}LL >= 16384LL)
     {{
         std::vector<{t}> keys({n});
         std::vector<int64_t> order({n});
+        KsRowSorter<{t}> sorter;
         #pragma omp for schedule(static)
         for (int64_t o = 0; o < {lines}LL; ++o) {{
             const int64_t outer = o / {inner}LL, in = o % {inner}LL;
             for (int64_t c = 0; c < {n}LL; ++c) {{
                 const int64_t i = (outer * {n}LL + c) * {inner}LL + in;
 {_indent(load, 16)}                keys[c] = ({t})({value});
-                order[c] = c;
             }}
-            std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {{
-                return ks_sort_before<{descending}, {t}>(keys[a], a, keys[b], b);
-            }});
+            sorter.sort<{descending}>(keys.data(), {n}LL, order.data());
             for (int64_t c = 0; c < {n}LL; ++c) out[(outer * {n}LL + c) * {inner}LL + in] = order[c];
         }}
     }}
