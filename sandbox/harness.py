@@ -226,34 +226,27 @@ def _run(problem, solution, config, verdict):
         gpu_work = timing_lock.SharedHold(config.device)
         cand = Worker(cand_jail, "sandbox.workers.candidate", "solution", config.timeout_s + 60)
         try:
-            # The reference validates the problem while the solution builds and the candidate starts; with its
-            # baselines cached the candidate loads meanwhile, else measuring waits for both (_reference_ready).
+            # The reference validates the problem while the solution builds and the candidate starts; its baselines (or
+            # the probe of cached ones) wait for both, and the candidate loads after them (_reference_ready).
             init_seed = _start_reference(ref, problem, solution, problem_ref, config)
             with timing_lock.off_timing_cores():
                 build_s = _build(solution, cand_jail, config) if solution.kind == "workspace" else 0.0
             stage.done("build")
             cand.recv("started", stage="start workers")
             stage.done("start workers")
-            cached = ref.recv("cached", stage="validate and baselines")["cached"]
-            start = {
-                "device": config.device,
-                "config": config.to_json(),
-                "problem": str(problem_cand),
-                "solution": str(entry),
-                "init_seed": init_seed,
-            }
-            early = cached and not config.profile  # a reference profile is not taken beside the candidate's load
-            if early:
-                gpu_work.take()
-                cand.restart_clock(config.timeout_s)
-                cand.send("start", **start)
-            ready = _reference_ready(ref, problem, config, verdict, init_seed, cached)
+            ready = _reference_ready(ref, problem, config, verdict, init_seed)
             stage.done("validate and baselines")
-            if not early:
-                # Not before: the reference measures its baselines under the exclusive lock, which this would block.
-                gpu_work.take()
-                cand.restart_clock(config.timeout_s)
-                cand.send("start", **start)
+            # Not before: the reference times its baselines under the exclusive lock, which this would block.
+            gpu_work.take()
+            cand.restart_clock(config.timeout_s)
+            cand.send(
+                "start",
+                device=config.device,
+                config=config.to_json(),
+                problem=str(problem_cand),
+                solution=str(entry),
+                init_seed=init_seed,
+            )
             cand.send("spec", spec=ready["spec"])
             loaded = cand.recv("loaded", stage=LOAD_STAGE)
             verdict.compile_s = round(build_s + loaded["compile_s"], 3)
@@ -388,22 +381,26 @@ def _start_reference(ref, problem, solution, problem_copy, config):
     return init_seed
 
 
-def _reference_ready(ref, problem, config, verdict, init_seed, cached):
-    """The validated problem's spec and baselines (from the cache, or measured now: once the solution is built and the
-    candidate idle, before any solution code is imported)."""
-    msg = ref.recv("ready" if cached else "validated", "invalid", stage="validate and baselines")
+def _reference_ready(ref, problem, config, verdict, init_seed):
+    """The validated problem's spec and baselines (from the cache where a probe agrees with them, or measured now: once
+    the solution is built and the candidate idle, before any solution code is imported)."""
+    msg = ref.recv("validated", "invalid", stage="validate and baselines")
     if msg["kind"] == "invalid":
         raise InvalidProblem(f"invalid problem {problem.path}: {msg['reason']}")
-    if not cached:
-        # One evaluation of a problem measures its baselines at a time; one that waited finds them in the cache.
-        with timing_lock.measuring_once(_baseline_key(problem, config), config.device, config.timeout_s / 2):
-            ref.send("measure")
-            msg = ref.recv("ready", stage="validate and baselines")
-            if not msg["cached"]:
-                _store_cache(msg["cache_name"], msg["baselines"])
+    # One evaluation of a problem measures (or probes) its baselines at a time; one that waited finds them cached.
+    with timing_lock.measuring_once(_baseline_key(problem, config), config.device, config.timeout_s / 2):
+        ref.send("measure")
+        msg = ref.recv("ready", stage="validate and baselines")
+        if not msg["cached"]:
+            _store_cache(msg["cache_name"], msg["baselines"])
     base = msg["baselines"]
-    # Where the baselines came from: measured by this evaluation, or by an earlier (or concurrent) one of the problem.
-    verdict.timing["baselines"] = "cached" if msg["cached"] else "measured"
+    # Where the baselines came from: measured by this evaluation, or by an earlier (or concurrent) one of the problem,
+    # or measured again because the cached ones were slower than a probe: measured under load.
+    verdict.timing["baselines"] = (
+        "cached" if msg["cached"] else f"re-measured: {msg['stale']}" if msg["stale"] else "measured"
+    )
+    if "probe" in msg:
+        verdict.timing["eager_probe"] = msg["probe"]
     verdict.eager_ms = base["eager"]["median_ms"]
     verdict.timing["eager"] = base["eager"]
     if "compiled" in base:

@@ -212,6 +212,7 @@ def environment(private, device, extra=None):
         "OPENBLAS_L2_SIZE",
         "KS_CACHE_DIR",
         "KS_SHAPE_TRIAL_MEMORY_SHARE",
+        "KS_STALE_BASELINE_RATIO",
         "KS_INLINE_SPLIT_CUDA",
         "KS_INLINE_LIGHT_HEADERS",
     ):

@@ -2,17 +2,19 @@
 the reference, and checks candidate outputs against outputs it computes itself from the same secret seeds.
 
 It runs in its own process and measures baselines before any solution code is imported, so a solution can neither
-slow the baselines nor see the reference outputs (they are computed after the candidate has written its own). With the
-baselines cached, the candidate loads while this validates the problem.
+slow the baselines nor see the reference outputs (they are computed after the candidate has written its own). Cached
+baselines are trusted once a short probe of eager agrees with them: one measured under load is measured again.
 
-Messages (an evaluation): start -> cached -> invalid, or [validated -> measure ->] ready -> check/checked ... -> exit.
+Messages (an evaluation): start -> invalid, or validated -> measure -> ready -> check/checked ... -> exit.
 """
 
 import copy
 import hashlib
 import json
+import os
 import platform
 import threading
+import time
 from contextlib import contextmanager
 
 import torch
@@ -64,10 +66,11 @@ def _compiled(model, sets, device, result, suffix, allowed):
         return None
 
 
-def baselines(model, module, device, config, seeds, input_bytes):
+def baselines(model, sets, device, config):
     """Eager and torch.compile timings at PyTorch's default precision (the reward's basis, as in the paper) and, on
-    CUDA, precision-matched with TF32 allowed (suffix _tf32), so that no reader takes TF32 for an optimization."""
-    sets = timing_sets(module, seeds, device, config, input_bytes)
+    CUDA, precision-matched with TF32 allowed (suffix _tf32), so that no reader takes TF32 for an optimization; with
+    the conditions they were measured under, for a person reading the cache."""
+    loadavg = _loadavg()
     precisions = [("", False)] + ([("_tf32", True)] if device == "cuda" else [])
     result, compiled = {}, {}
     if config.compiled_baseline:
@@ -87,7 +90,35 @@ def baselines(model, module, device, config, seeds, input_bytes):
                     except Exception as exc:  # noqa: BLE001
                         result[f"compiled{suffix}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
     result["protocol"] = protocol
-    return result, sets
+    result["conditions"] = {
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "loadavg": loadavg,
+        "eager_spread_pct": result["eager"]["spread_pct"],
+    }
+    return result
+
+
+def _loadavg():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # no /proc/loadavg in this jail
+        return None
+
+
+# The probe of cached baselines: a few samples, a fraction of a second for a problem of up to a few milliseconds.
+PROBE = {"warmup_s": 0.02, "time_budget_s": 0.05, "min_samples": 5, "max_samples": 20}
+
+
+def probe(model, sets, device, config, cached):
+    """Eager timed again, briefly, by the cached baselines' protocol and under the same lock: (its Timing as JSON, why
+    the cached baselines are stale or ""). Only a cached median well above the probe's is stale: a probe slower than
+    the cache says the machine is busy now, and the quieter figure stands."""
+    with timing_lock.exclusive(device), tf32(False):
+        now = measure(model, sets, device, config.replace(**PROBE), cached.get("protocol")).to_json()
+    then = cached["eager"]["median_ms"]
+    if then > settings.STALE_BASELINE_RATIO * now["median_ms"]:
+        return now, f"the cached eager median {then:.4g} ms was slower than a probe's {now['median_ms']:.4g} ms"
+    return now, ""
 
 
 # Bumped when the way baselines are measured changes, so that older cache entries are measured again
@@ -113,14 +144,6 @@ def cache_entry(key, device, kind=""):
 def serve(channel):
     start = channel.recv()
     device, config = start["device"], EvalConfig.from_json(start["config"])
-    name = cached = None
-    if start.get("measure"):
-        # Said before validating: with the baselines cached, nothing is measured here and the candidate may load now.
-        try:
-            name, cached = cache_entry(start["cache_key"], device)
-        except (RuntimeError, AssertionError):
-            pass  # no such device: opening the problem says so
-        channel.send("cached", cached=cached is not None)
     try:
         # Kernels that are not timed hold the device's lock shared (without its gate: the harness may hold it
         # shared for this evaluation's candidate and wait for this): no timing of another evaluation meanwhile.
@@ -132,21 +155,22 @@ def serve(channel):
     ready = {"spec": spec, "variants": variants}
     sets = None
     if start.get("measure"):
-        ready.update(cache_name=name, cached=cached is not None)
+        channel.send("validated")
+        if channel.recv()["kind"] != "measure":  # sent once the solution is built and the candidate idle
+            return
+        # Looked up now: an evaluation of the same problem may have measured them while this one waited.
+        name, cached = cache_entry(start["cache_key"], device)
+        sets = timing_sets(module, start["timing_seeds"], device, config, spec["input_bytes"])
+        stale = ""
         if cached is not None:
+            ready["probe"], stale = probe(model, sets, device, config, cached)
+        ready.update(cache_name=name, cached=cached is not None and not stale, stale=stale)
+        if ready["cached"]:
             ready["baselines"] = cached
         else:
-            channel.send("validated")
-            if channel.recv()["kind"] != "measure":  # sent once the solution is built and the candidate idle
-                return
-            # Looked up again: an evaluation of the same problem may have measured them while this one waited.
-            name, cached = cache_entry(start["cache_key"], device)
-            if cached is not None:
-                ready.update(cache_name=name, cached=True, baselines=cached)
-            else:
-                ready["baselines"], sets = baselines(
-                    model, module, device, config, start["timing_seeds"], spec["input_bytes"]
-                )
+            ready["baselines"] = baselines(model, sets, device, config)
+            if stale:  # what the entry replaces, beside what it was measured under
+                ready["baselines"]["conditions"]["replaced"] = stale
     if start.get("profile"):
         from sandbox.profiling import kernel_table
 
