@@ -3,6 +3,7 @@ value, int64 ids, scans, losses, cat, attention, shape arithmetic torch.fx canno
 planned, compiled, verified and submitted through `python -m agent optimize`'s episode; plus the planner's
 decisions and its CUDA output compiled by nvcc."""
 
+import re
 import shutil
 
 import pytest
@@ -841,5 +842,37 @@ def test_the_dag_planners_cuda_kernels_compile_with_nvcc(tmp_path, nvcc_compile,
         assert files["kernels/fused.cu"].count("__shfl_up_sync") == 6 * 3, files["kernels/fused.cu"]
         # float32 sums and products accumulate in double: a tile's partial product leaves float's range sooner
         assert files["kernels/fused.cu"].count("__shared__ double tile[") == 2
+    result = nvcc_compile(files)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+STRIDED_AND_CONTIGUOUS_ROWS = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1) * x.amax(dim=1) + x.mean(dim=2)
+
+def get_inputs():
+    return [torch.randn(16, 512, 512)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+def test_a_cuda_reduction_over_a_strided_dim_takes_a_thread_per_output_and_a_contiguous_row_a_block(
+    tmp_path, nvcc_compile
+):
+    # over dim 1 each output's row is strided by 512: a block's threads would each read another cache line, while
+    # threads of neighbouring outputs read neighbouring floats; over dim 2 the row is contiguous and a block shares it
+    plan = plan_of(tmp_path, STRIDED_AND_CONTIGUOUS_ROWS)
+    files = workspace_files(plan, "cuda", STRIDED_AND_CONTIGUOUS_ROWS)
+    source = files["kernels/fused.cu"]
+    kernels = re.findall(r"__global__ void (\w+)\((.*?)\n}\n", source, re.S)
+    blocked = [name for name, body in kernels if "block_reduce(" in body]
+    assert len(blocked) == 1, source  # the mean over the last dim
+    assert any("512LL" in body and "block_reduce(" not in body and "for (int64_t r" in body for _, body in kernels)
     result = nvcc_compile(files)
     assert result.returncode == 0, result.stderr[-3000:]

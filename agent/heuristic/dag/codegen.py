@@ -37,8 +37,13 @@ SCALAR_TYPES = {
     "bool": "Bool",
 }
 POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
-# On CUDA a reduction over this many elements or more gets a block of threads per output element.
+# On CUDA a reduction over this many elements or more gets a block of threads per output element...
 BLOCK_REDUCE = 256
+# ...unless its rows are strided (a dim of at least COALESCED elements after the last reduced one) and its outputs
+# many (at least THREAD_OUTPUTS): then a thread per output, whose warp's neighbours read neighbouring elements
+# (a block's threads would each read a different cache line of a strided row).
+COALESCED = 32
+THREAD_OUTPUTS = 8192
 # A CPU loop kernel's inner loop runs over at least this many elements of its trailing dims (Writer.rows).
 NESTED_ROW = 16
 # Reductions a CUDA block shares (block_reduce in families/templates/common.cuh), by source and result dtype.
@@ -89,7 +94,11 @@ class Writer:
             and node.attrs["op"] not in ("argmax", "argmin")
             and node.args[0].dtype in BLOCK_REDUCE_DTYPES
             and node.dtype in BLOCK_REDUCE_DTYPES
-            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE,
+            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
+            and not (
+                math.prod(node.args[0].shape[max(node.attrs["dims"]) + 1 :]) >= COALESCED
+                and node.numel >= THREAD_OUTPUTS
+            ),
         )
         self.decisions[node.name] = cuda_block
         if cuda_block:
