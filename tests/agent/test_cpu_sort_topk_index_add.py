@@ -1,0 +1,109 @@
+"""The CPU target's sort, topk and index_add kernels against torch: the radix sort is stable and orders NaN last (first
+descending), -0 and 0 as equals, in rows short and long; topk keeps torch's values and indices, NaN the largest; and
+index_add, whose rows are `omp simd` loops over thread shares that cut rows anywhere, keeps torch's sums bit for bit."""
+
+import importlib.util
+
+import torch
+
+from agent.heuristic.analyze import analyze
+from agent.heuristic.codegen import workspace_files
+from agent.heuristic.plan import make_plan
+from agent.library import library_files
+
+SORTS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, short, ints, distinct):
+        a = torch.sort(x, dim=-1, stable=True)
+        b = torch.sort(x, dim=-1, descending=True, stable=True)
+        c = torch.sort(short, dim=0, descending=True, stable=True)
+        d = torch.sort(ints, dim=-1, stable=True)
+        v, i = torch.topk(distinct, 5, dim=-1)
+        s, j = torch.topk(distinct, 3, dim=-1, largest=False)
+        parts = [a.values, a.indices, b.values, b.indices, c.values, c.indices, d.values, d.indices, v, i, s, j]
+        return torch.cat([p.double().flatten() for p in parts])
+
+
+def get_inputs():
+    return [torch.randn(6, 300), torch.randn(20, 3), torch.randint(-9, 9, (4, 50)), torch.randn(5, 100)]
+
+
+def get_init_inputs():
+    return []
+"""
+INDEX_ADD = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, segment, y, ids):
+        a = torch.zeros(32, x.shape[1]).index_add(0, segment, x)
+        b = torch.ones(y.shape[0], 10, y.shape[2]).index_add(1, ids, y)
+        return torch.cat([a.flatten(), b.flatten()])
+
+
+def get_inputs():
+    return [torch.randn(1999, 37), torch.randint(0, 32, (1999,)), torch.randn(3, 400, 5), torch.randint(0, 10, (400,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def solution(tmp_path, source):
+    """(the planned ModelNew, the reference Model) of SOURCE on the CPU target, its extension built."""
+    problem = tmp_path / "problem.py"
+    problem.write_text(source)
+    files = {**library_files("cpu"), **workspace_files(make_plan(analyze(str(problem))), "cpu", source)}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ModelNew(), module._reference["Model"]()
+
+
+def with_ties_and_specials(shape):
+    """Values of SHAPE with many ties (halves from -4 to 4), -0 beside 0, infinities and NaNs."""
+    x = torch.randint(-8, 9, shape).float() / 2
+    flat = x.view(-1)
+    picks = torch.randperm(flat.numel())[: flat.numel() // 5]
+    specials = torch.tensor([float("nan"), -0.0, 0.0, float("inf"), float("-inf")])
+    flat[picks] = specials[torch.arange(picks.numel()) % specials.numel()]
+    return x
+
+
+def test_the_sort_is_stable_orders_nan_last_and_topk_keeps_torchs_values_and_indices(tmp_path):
+    model, reference = solution(tmp_path, SORTS)
+    distinct = torch.randperm(500).float().view(5, 100) / 7
+    distinct[1, 17], distinct[3, 0] = float("nan"), float("nan")  # the largest, as torch's topk takes it
+    inputs = [
+        with_ties_and_specials((6, 300)),
+        with_ties_and_specials((20, 3)),
+        torch.randint(-9, 9, (4, 50)),
+        distinct,
+    ]
+    got, want = model(*inputs), reference(*inputs)
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())  # indices too: equal values keep their positions' order
+
+
+def test_index_add_keeps_torchs_sums_bit_for_bit(tmp_path):
+    model, reference = solution(tmp_path, INDEX_ADD)
+    source = (tmp_path / "kernels" / "fused.cpp").read_text()
+    # 1999 x 37 elements: past the threshold of the threads sharing the lines, which they cut inside a row
+    assert "ks_share(" in source and "#pragma omp simd" in source
+    for seed in range(3):
+        torch.manual_seed(seed)
+        inputs = [
+            torch.randn(1999, 37) * 1e3,
+            torch.randint(0, 32, (1999,)),
+            torch.randn(3, 400, 5),
+            torch.randint(0, 10, (400,)),
+        ]
+        assert torch.equal(model(*inputs), reference(*inputs))
