@@ -116,3 +116,41 @@ def test_cuda_block_reductions_of_floats_keep_nan_as_torchs_max_and_min_do(tmp_p
     assert "block_reduce(" in source and "fmaxf" not in source and "fminf" not in source
     assert "a > b || a != a ? a : b" in source and "a < b || a != a ? a : b" in source
     assert re.search(r"(\w+) = (\w+) > \1 \|\| \2 != \2 \? \2 : \1;", source), source
+
+
+SEGMENT_SUMS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        # Mamba2's segsum: a causal mask's complement filled with -inf, then exp
+        t = x.size(-1)
+        cs = torch.cumsum(x, dim=-1)
+        seg = cs[..., :, None] - cs[..., None, :]
+        mask = torch.tril(torch.ones(t, t, device=x.device, dtype=bool), diagonal=0)
+        return torch.exp(seg.masked_fill(~mask, -torch.inf))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_bitwise_not_of_a_bool_mask_is_a_logical_not(tmp_path):
+    written(tmp_path, SEGMENT_SUMS)
+    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # builds the extension
+    reference = {}
+    exec(SEGMENT_SUMS, reference)  # noqa: S102 -- the test's own module
+    x = torch.randn(2, 8, 3)
+    with torch.no_grad():
+        expected = reference["Model"]()(x)
+        got = module.ModelNew()(x)
+    assert (expected == 0).any() and (expected > 0).any()  # the upper triangle is exp(-inf), the rest is not
+    torch.testing.assert_close(got, expected)

@@ -226,6 +226,8 @@ class Emitter:
             expr = f"({out})(({args[0]}) {BITWISE[op]} ({args[1]}))"
         elif op in BOOL_UNARY:
             expr = BOOL_UNARY[op].format(x=args[0])
+        elif op == "bitwise_not" and node.dtype == "bool":  # C's ~ of a bool is an int, nonzero either way
+            expr = f"(!({args[0]}))"
         elif node.dtype not in FLOATS:
             expr = self._integral(op, args, node)
         else:
