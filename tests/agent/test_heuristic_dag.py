@@ -876,3 +876,30 @@ def test_a_cuda_reduction_over_a_strided_dim_takes_a_thread_per_output_and_a_con
     assert any("512LL" in body and "block_reduce(" not in body and "for (int64_t r" in body for _, body in kernels)
     result = nvcc_compile(files)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+PICKED_LOG_PROB_MEAN = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, logits, target):
+        return -logits.log_softmax(-1).gather(-1, target.unsqueeze(-1)).squeeze(-1).mean()
+
+def get_inputs():
+    return [torch.randn(64, 1000), torch.randint(0, 1000, (64,))]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+def test_a_cuda_loss_mean_over_a_short_batch_is_shared_by_a_block(tmp_path, nvcc_compile):
+    # one output, 64 terms, each two dependent loads: a lone thread would wait on them in turn
+    plan = plan_of(tmp_path, PICKED_LOG_PROB_MEAN)
+    files = workspace_files(plan, "cuda", PICKED_LOG_PROB_MEAN)
+    kernels = re.findall(r"__global__ void (\w+)\((.*?)\n}\n", files["kernels/fused.cu"], re.S)
+    (mean,) = [body for _, body in kernels if "a_n1[" in body]  # the kernel reading the ids
+    assert "block_reduce(" in mean and "threadIdx.x; r" in mean, mean
+    result = nvcc_compile(files)
+    assert result.returncode == 0, result.stderr[-3000:]

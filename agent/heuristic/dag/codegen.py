@@ -44,10 +44,27 @@ BLOCK_REDUCE = 256
 # (a block's threads would each read a different cache line of a strided row).
 COALESCED = 32
 THREAD_OUTPUTS = 8192
+# A shorter reduction still gets a block per output when the outputs are this few (a loss's mean over a batch): a
+# lone thread would wait on each of its row's loads in turn.
+FEW_OUTPUTS, SHORT_ROW = 1024, 32
 # A CPU loop kernel's inner loop runs over at least this many elements of its trailing dims (Writer.rows).
 NESTED_ROW = 16
 # Reductions a CUDA block shares (block_reduce in families/templates/common.cuh), by source and result dtype.
 BLOCK_REDUCE_DTYPES = ("float32", "float64", "int64", "int32", "bool")
+
+
+def _block_per_output(node):
+    """Whether a CUDA block shares each output of the reduction NODE (else a thread computes each)."""
+    if node.kind != "reduce" or node.attrs["op"] in ("argmax", "argmin"):
+        return False
+    if node.args[0].dtype not in BLOCK_REDUCE_DTYPES or node.dtype not in BLOCK_REDUCE_DTYPES:
+        return False
+    dims, shape = node.attrs["dims"], node.args[0].shape
+    row = math.prod(shape[d] for d in dims)
+    strided = math.prod(shape[max(dims) + 1 :]) >= COALESCED
+    if strided and node.numel >= THREAD_OUTPUTS:
+        return False
+    return row >= BLOCK_REDUCE or (row >= SHORT_ROW and node.numel <= FEW_OUTPUTS)
 
 
 def _indent(lines, depth):
@@ -87,19 +104,7 @@ class Writer:
         node = kernel.node
         scope = Scope()
         self.emitter.computing = node.name
-        cuda_block = self.fixed.get(
-            node.name,
-            self.device == "cuda"
-            and node.kind == "reduce"
-            and node.attrs["op"] not in ("argmax", "argmin")
-            and node.args[0].dtype in BLOCK_REDUCE_DTYPES
-            and node.dtype in BLOCK_REDUCE_DTYPES
-            and math.prod(node.args[0].shape[d] for d in node.attrs["dims"]) >= BLOCK_REDUCE
-            and not (
-                math.prod(node.args[0].shape[max(node.attrs["dims"]) + 1 :]) >= COALESCED
-                and node.numel >= THREAD_OUTPUTS
-            ),
-        )
+        cuda_block = self.fixed.get(node.name, self.device == "cuda" and _block_per_output(node))
         self.decisions[node.name] = cuda_block
         if cuda_block:
             acc, t, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
