@@ -46,7 +46,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(1999, 37), torch.randint(0, 32, (1999,)), torch.randn(3, 400, 5), torch.randint(0, 10, (400,))]
+    return [torch.randn(29999, 37), torch.randint(0, 32, (29999,)), torch.randn(3, 400, 5), torch.randint(0, 10, (400,))]
 
 
 def get_init_inputs():
@@ -96,13 +96,13 @@ def test_the_sort_is_stable_orders_nan_last_and_topk_keeps_torchs_values_and_ind
 def test_index_add_keeps_torchs_sums_bit_for_bit(tmp_path):
     model, reference = solution(tmp_path, INDEX_ADD)
     source = (tmp_path / "kernels" / "fused.cpp").read_text()
-    # 1999 x 37 elements: past the threshold of the threads sharing the lines, which they cut inside a row
+    # 29999 x 37 elements: past the threshold of the threads sharing the lines, which they cut inside a row
     assert "ks_share(" in source and "#pragma omp simd" in source
     for seed in range(3):
         torch.manual_seed(seed)
         inputs = [
-            torch.randn(1999, 37) * 1e3,
-            torch.randint(0, 32, (1999,)),
+            torch.randn(29999, 37) * 1e3,
+            torch.randint(0, 32, (29999,)),
             torch.randn(3, 400, 5),
             torch.randint(0, 10, (400,)),
         ]

@@ -276,8 +276,10 @@ def _cpu_lines(head, body, outer, length, inner):
             f"                #pragma omp simd\n"
             f"                for (int64_t in = in0; in < in1; ++in) {{\n{_indent(body, 20)}                }}\n"
         )
+    # a vectorized row costs about a tenth of an element in the general loop: threads pay for themselves later
+    threshold = 65536 if body is None else 1 << 20
     return (
-        f"    #pragma omp parallel if({outer * length * inner}LL >= 65536LL)\n"
+        f"    #pragma omp parallel if({outer * length * inner}LL >= {threshold}LL)\n"
         f"    {{\n"
         f"        int64_t first, last;\n"
         f"        ks_share({outer * inner}LL, first, last);\n"
