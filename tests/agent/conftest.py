@@ -102,6 +102,34 @@ RELU_SOLUTION = {k: textwrap.dedent(v).lstrip("\n") for k, v in RELU_SOLUTION.it
 
 
 @pytest.fixture
+def cpu_solution(tmp_path):
+    """solve(source): the heuristic's C++ solution of the problem SOURCE, written under tmp_path with the kernel
+    library and built: (its ModelNew() and the problem's Model(), both made without init inputs; the files)."""
+    import importlib.util
+
+    from agent.heuristic.analyze import analyze
+    from agent.heuristic.codegen import workspace_files
+    from agent.heuristic.plan import make_plan
+    from agent.library import library_files
+
+    def solve(source):
+        problem = tmp_path / "problem.py"
+        problem.write_text(source)
+        files = {**library_files("cpu"), **workspace_files(make_plan(analyze(str(problem))), "cpu", source)}
+        for path, text in files.items():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text)
+        spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # builds the extension
+        reference = {}
+        exec(source, reference)  # noqa: S102 -- the test's own module
+        return module.ModelNew(), reference["Model"](), files
+
+    return solve
+
+
+@pytest.fixture
 def nvcc_compile(tmp_path):
     """compile(files): write a CUDA workspace's FILES under tmp_path and compile its kernels/fused.cu with the local
     nvcc for sm_90 (the GPU hosts' Hopper); the finished process, its stderr for the assertion's message."""

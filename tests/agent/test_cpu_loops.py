@@ -2,7 +2,6 @@
 index arithmetic divides only in the outer loop and the inner one vectorizes; a row reduction is an `omp simd`
 loop, and a float max or min still gives torch's NaN."""
 
-import importlib.util
 import re
 
 import torch
@@ -52,20 +51,14 @@ def test_an_elementwise_kernel_loops_over_rows_and_its_inner_loop_never_divides(
         assert not re.search(r"[/%]\s*\d+LL", body), kernel
 
 
-def test_row_reductions_are_simd_loops_and_keep_torchs_nan(tmp_path):
-    files = written(tmp_path, SCALED_BY_ROW_MAX)
+def test_row_reductions_are_simd_loops_and_keep_torchs_nan(cpu_solution):
+    solution, model, files = cpu_solution(SCALED_BY_ROW_MAX)
     assert "#pragma omp simd reduction(max:" in files["kernels/fused.cpp"]
     assert "#pragma omp simd reduction(min:" in files["kernels/fused.cpp"]
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the extension
-    reference = {}
-    exec(SCALED_BY_ROW_MAX, reference)  # noqa: S102 -- the test's own module
     x = torch.randn(8, 16, 64)
     x[2, 3, 17] = float("nan")  # one row holds a NaN: its max, min and every element of it are NaN in torch
     with torch.no_grad():
-        expected = reference["Model"]()(x)
-        got = module.ModelNew()(x)
+        expected, got = model(x), solution(x)
     assert torch.equal(torch.isnan(got), torch.isnan(expected))
     assert torch.isnan(got[2, 3]).all() and not torch.isnan(got[2, 2]).any()
     torch.testing.assert_close(got, expected, equal_nan=True)
@@ -91,18 +84,12 @@ def get_init_inputs():
 """
 
 
-def test_a_max_pool_window_with_a_nan_gives_torchs_nan(tmp_path):
-    written(tmp_path, POOLED_WITH_A_SKIP)
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the extension
-    reference = {}
-    exec(POOLED_WITH_A_SKIP, reference)  # noqa: S102 -- the test's own module
+def test_a_max_pool_window_with_a_nan_gives_torchs_nan(cpu_solution):
+    solution, model, _ = cpu_solution(POOLED_WITH_A_SKIP)
     x = torch.randn(2, 4, 16, 16)
     x[1, 2, 5, 6] = float("nan")  # the window (2, 3) of channel 2 holds it: torch's max is NaN there
     with torch.no_grad():
-        expected = reference["Model"]()(x)
-        got = module.ModelNew()(x)
+        expected, got = model(x), solution(x)
     assert torch.isnan(expected[1, 2, 2, 3])
     torch.testing.assert_close(got, expected, equal_nan=True)
 
@@ -141,16 +128,10 @@ def get_init_inputs():
 """
 
 
-def test_bitwise_not_of_a_bool_mask_is_a_logical_not(tmp_path):
-    written(tmp_path, SEGMENT_SUMS)
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the extension
-    reference = {}
-    exec(SEGMENT_SUMS, reference)  # noqa: S102 -- the test's own module
+def test_bitwise_not_of_a_bool_mask_is_a_logical_not(cpu_solution):
+    solution, model, _ = cpu_solution(SEGMENT_SUMS)
     x = torch.randn(2, 8, 3)
     with torch.no_grad():
-        expected = reference["Model"]()(x)
-        got = module.ModelNew()(x)
+        expected, got = model(x), solution(x)
     assert (expected == 0).any() and (expected > 0).any()  # the upper triangle is exp(-inf), the rest is not
     torch.testing.assert_close(got, expected)

@@ -3,7 +3,6 @@ value over a sweep of every kind of float (random bit patterns, subnormals, huge
 where the argument is special, and loops of it that vectorize; Mish and softplus kernels that keep torch's values."""
 
 import ctypes
-import importlib.util
 import re
 import subprocess
 
@@ -11,11 +10,7 @@ import pytest
 import torch
 
 from agent.export import CPU_CFLAGS
-from agent.heuristic.analyze import analyze
-from agent.heuristic.codegen import workspace_files
 from agent.heuristic.emit import CPP_PRELUDE
-from agent.heuristic.plan import make_plan
-from agent.library import library_files
 
 FUNCTIONS = {"expf": torch.exp, "logf": torch.log, "log1pf": torch.log1p, "tanhf": torch.tanh}
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 1e-40, 1.17549435e-38, 3.4e38, -3.4e38, 88.72283, 88.7228394,
@@ -109,21 +104,11 @@ def get_init_inputs():
 """
 
 
-def test_mish_and_softplus_kernels_keep_torchs_values_past_the_threshold_and_at_inf_and_nan(tmp_path):
-    problem = tmp_path / "problem.py"
-    problem.write_text(MISH_SOFTPLUS)
-    files = {**library_files("cpu"), **workspace_files(make_plan(analyze(str(problem))), "cpu", MISH_SOFTPLUS)}
+def test_mish_and_softplus_kernels_keep_torchs_values_past_the_threshold_and_at_inf_and_nan(cpu_solution):
+    solution, model, files = cpu_solution(MISH_SOFTPLUS)
     assert "log1pf(" in files["kernels/fused.cpp"]
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the extension
     x = torch.randn(4, 1000) * 20
     x[0, :5] = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e30, -1e30])
     x[1, :6] = torch.tensor([10.0, 10.000001, 9.999999, 2.5, 5.0, 20.0])  # at the thresholds (beta * x > threshold)
-    expected = {}
-    exec(MISH_SOFTPLUS, expected)  # noqa: S102 -- the test's own module
-    want, got = expected["Model"]()(x), module.ModelNew()(x)
+    want, got = model(x), solution(x)
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)

@@ -226,27 +226,17 @@ def test_the_masked_attention_kernels_compile_with_nvcc(plan_of, nvcc_compile, n
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def test_a_nan_in_a_query_or_a_key_gives_torchs_nan_rows(plan_of, tmp_path):
+def test_a_nan_in_a_query_or_a_key_gives_torchs_nan_rows(cpu_solution):
     """A NaN query row is NaN out, and a NaN key makes NaN every row that sees it: the running max lets NaN win (a
     comparison alone skipped the tile and gave the row SDPA's 0 for a fully masked row)."""
-    import importlib.util
-
     import torch
 
-    from agent.library import library_files
-
-    files = {**library_files("cpu"), **workspace_files(plan_of(CAUSAL_SDPA), "cpu", CAUSAL_SDPA)}
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # builds the extension
+    solution, _, _ = cpu_solution(CAUSAL_SDPA)
     q, k, v = (torch.randn(2, 2, 40, 16) for _ in range(3))
     q[0, 1, 5] = float("nan")
     k[1, 0, 33] = float("nan")  # causal: rows 33.. of that head see it
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    got = module.ModelNew()(q, k, v)
+    got = solution(q, k, v)
     assert torch.isnan(expected[0, 1, 5]).all() and torch.isnan(expected[1, 0, 33:]).all()
     assert not torch.isnan(expected[1, 0, :33]).any()
     torch.testing.assert_close(got, expected, equal_nan=True, rtol=1e-4, atol=1e-5)

@@ -308,7 +308,7 @@ def module_files(tmp_path_factory):
     return Files(tmp_path_factory.mktemp("module"))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fast_config():
     """A quick CPU evaluation: two trials, no torch.compile baseline, a short timing budget, a bounded timeout."""
     return EvalConfig(
