@@ -2,14 +2,8 @@
 descending), -0 and 0 as equals, in rows short and long; topk keeps torch's values and indices, NaN the largest; and
 index_add, whose rows are `omp simd` loops over thread shares that cut rows anywhere, keeps torch's sums bit for bit."""
 
-import importlib.util
-
 import torch
 
-from agent.heuristic.analyze import analyze
-from agent.heuristic.codegen import workspace_files
-from agent.heuristic.plan import make_plan
-from agent.library import library_files
 
 SORTS = """import torch
 import torch.nn as nn
@@ -54,20 +48,6 @@ def get_init_inputs():
 """
 
 
-def solution(tmp_path, source):
-    """(the planned ModelNew, the reference Model) of SOURCE on the CPU target, its extension built."""
-    problem = tmp_path / "problem.py"
-    problem.write_text(source)
-    files = {**library_files("cpu"), **workspace_files(make_plan(analyze(str(problem))), "cpu", source)}
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    spec = importlib.util.spec_from_file_location("model_new", tmp_path / "model_new.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ModelNew(), module._reference["Model"]()
-
-
 def with_ties_and_specials(shape):
     """Values of SHAPE with many ties (halves from -4 to 4), -0 beside 0, infinities and NaNs."""
     x = torch.randint(-8, 9, shape).float() / 2
@@ -78,8 +58,8 @@ def with_ties_and_specials(shape):
     return x
 
 
-def test_the_sort_is_stable_orders_nan_last_and_topk_keeps_torchs_values_and_indices(tmp_path):
-    model, reference = solution(tmp_path, SORTS)
+def test_the_sort_is_stable_orders_nan_last_and_topk_keeps_torchs_values_and_indices(cpu_solution):
+    model, reference, _ = cpu_solution(SORTS)
     distinct = torch.randperm(500).float().view(5, 100) / 7
     distinct[1, 17], distinct[3, 0] = float("nan"), float("nan")  # the largest, as torch's topk takes it
     inputs = [
@@ -93,9 +73,9 @@ def test_the_sort_is_stable_orders_nan_last_and_topk_keeps_torchs_values_and_ind
     assert torch.equal(got.nan_to_num(), want.nan_to_num())  # indices too: equal values keep their positions' order
 
 
-def test_index_add_keeps_torchs_sums_bit_for_bit(tmp_path):
-    model, reference = solution(tmp_path, INDEX_ADD)
-    source = (tmp_path / "kernels" / "fused.cpp").read_text()
+def test_index_add_keeps_torchs_sums_bit_for_bit(cpu_solution):
+    model, reference, files = cpu_solution(INDEX_ADD)
+    source = files["kernels/fused.cpp"]
     # 29999 x 37 elements: past the threshold of the threads sharing the lines, which they cut inside a row
     assert "ks_share(" in source and "#pragma omp simd" in source
     for seed in range(3):
