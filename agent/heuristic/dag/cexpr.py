@@ -425,17 +425,33 @@ class Emitter:
         j = self.index(scope, coord(index, node.shape, dim))
         if self.device == "cpu" and node.attrs["k"] <= TOPK_BUFFER:
             return self._topk_buffer(scope, node, n, strides, base, j)
-        better = ">" if node.attrs["largest"] else "<"
-        worse = "<" if node.attrs["largest"] else ">"
         pv, pi, bv, bi, t, r = (self.fresh(p) for p in ("pv", "pi", "bv", "bi", "t", "r"))
         scope.lines.append(f"{x.ctype} {pv} = 0; int64_t {pi} = -1;")
         inner = Scope(scope)
         v = self.value(
             inner, x, self.index(inner, f"{base} + {r} * {strides[dim]}LL" if strides[dim] != 1 else f"{base} + {r}")
         )
+        if x.dtype in FLOATS:  # NaN is the largest value, as in torch's topk, and equal to itself
+
+            def above(a, b):
+                return f"({a} != {a} ? {b} == {b} : {a} > {b})"
+
+            def same(a, b):
+                return f"({a} == {b} || ({a} != {a} && {b} != {b}))"
+        else:
+
+            def above(a, b):
+                return f"({a} > {b})"
+
+            def same(a, b):
+                return f"({a} == {b})"
+
+        def before(a, b):  # A comes first in the topk's order
+            return above(a, b) if node.attrs["largest"] else above(b, a)
+
         inner.lines.append(
-            f"if (({pi} < 0 || {v} {worse} {pv} || ({v} == {pv} && {r} > {pi})) && "
-            f"({bi} < 0 || {v} {better} {bv} || ({v} == {bv} && {r} < {bi}))) {{ {bv} = {v}; {bi} = {r}; }}"
+            f"if (({pi} < 0 || {before(pv, v)} || ({same(v, pv)} && {r} > {pi})) && "
+            f"({bi} < 0 || {before(v, bv)} || ({same(v, bv)} && {r} < {bi}))) {{ {bv} = {v}; {bi} = {r}; }}"
         )
         scope.lines.append(f"for (int64_t {t} = 0; {t} <= {j}; ++{t}) {{")
         scope.lines.append(f"    {x.ctype} {bv} = 0; int64_t {bi} = -1;")
