@@ -246,6 +246,34 @@ def test_the_fold_operator_and_its_caller_are_written_beside_fused(tmp_path):
     assert plan.specialized is None  # the kernels still read the batch size at run time
 
 
+NEGATIVE_LOG_LIKELIHOOD = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, logits, target):
+        return -logits.log_softmax(-1).gather(-1, target.unsqueeze(-1)).squeeze(-1).mean()
+
+def get_inputs():
+    return [torch.randn(64, 100), torch.randint(0, 100, (64,))]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_negated_mean_read_once_is_the_mean_of_negated_terms_in_one_kernel(tmp_path, cpu_solution):
+    plan = plan_graph(captured(tmp_path, NEGATIVE_LOG_LIKELIHOOD)["aten"])
+    assert "a negated mean as the mean of negated terms" in [line.split(": ")[1] for line in plan.graph.rewrites]
+    # the row's (max, sum of exponentials), then the mean of the picked terms, negated inside it: no kernel for -x
+    assert [k.kind for k in plan.kernels] == ["maxsum", "loop"]
+    (mean,) = [n for n in plan.graph.nodes if n.kind == "reduce" and n.attrs["op"] == "mean"]
+    assert mean.args[0].attrs["op"] == "neg"
+    solution, model, _ = cpu_solution(NEGATIVE_LOG_LIKELIHOOD)
+    logits, target = torch.randn(64, 100), torch.randint(0, 100, (64,))
+    with torch.no_grad():
+        torch.testing.assert_close(solution(logits, target), model(logits, target))
+
+
 # -- end to end ----------------------------------------------------------------------------------------------------
 CASES = [
     ("diagonal_left", DIAGONAL_LEFT, "1 kernel(s): 1 loop"),

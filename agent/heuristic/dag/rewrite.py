@@ -6,6 +6,7 @@
   broadcast multiply: the N x N matrix is never built and the GEMM never runs;
 - a sum over a dimension its operand is broadcast along becomes a multiply by that dimension's size (a mean, max, min,
   any or all over it simply drops the dimension);
+- the negation of a sum or mean read by nothing else becomes the sum or mean of negated terms (one kernel, not two);
 - dead nodes are removed, so that the scheduler's counts of readers are those of the graph that runs;
 - values that depend only on parameters, buffers and constants, which the kernels would otherwise compute on every call
   (a weight scaled, transposed for a GEMM, two weights multiplied), are folded: each becomes a leaf the binding's fold
@@ -28,12 +29,19 @@ IDEMPOTENT = {"mean", "max", "min", "any", "all"}
 def rewrite(graph):
     """GRAPH simplified in place; returns what was rewritten, one line each."""
     done = []
+    prune(graph)  # readers counted by the rewrites are live ones
     for node in list(graph.nodes):
         if node.kind == "pointwise":
             kept = _identity_operand(node)
             if kept is not None:
                 replace(graph, node, kept)
                 done.append(f"{node.name}: {node.attrs['op']} by an identity element")
+            negated = _negated_sum(graph, node)
+            if negated is not None:
+                _insert(graph, node, negated)
+                replace(graph, node, negated[-1])
+                op = negated[1].attrs["op"]
+                done.append(f"{node.name}: a negated {op} as the {op} of negated terms")
         elif node.kind == "gemm":
             product = _diagonal_product(node)
             if product is not None:
@@ -255,6 +263,30 @@ def _broadcast_reduction(node):
         number = T(f"{node.name}_count", "scalar", [], node.dtype, [], {"value": count})
         result = T(f"{node.name}_times", "pointwise", list(node.shape), node.dtype, [result, number], {"op": "mul"})
         nodes += [number, result]
+    return nodes
+
+
+def _negated_sum(graph, node):
+    """[nodes] computing NODE, the negation of a float sum or mean read by NODE alone (a loss's -mean of log
+    probabilities), as the sum or mean of the negated terms, so that the negation runs inside the reduction's kernel
+    instead of a kernel of its own; None otherwise. Exact: negating each term negates every partial sum."""
+    if node.attrs.get("op") != "neg" or len(node.args) != 1 or node.dtype not in FLOATS:
+        return None
+    users = graph.users()
+    total, view = node.args[0], None
+    if total.kind == "view" and users.get(total.name) == 1:  # the reduction reshaped (a mean's [1] read as a scalar)
+        base, strides, offset = _layout(total)
+        if offset == 0 and strides == contiguous_strides(total.shape) and base.numel == total.numel:
+            total, view = base, total
+    if total.kind != "reduce" or total.attrs["op"] not in ("sum", "mean") or users.get(total.name) != 1:
+        return None
+    source = total.args[0]
+    if source.dtype not in FLOATS:
+        return None
+    terms = T(f"{node.name}_terms", "pointwise", list(source.shape), source.dtype, [source], {"op": "neg"})
+    nodes = [terms, T(f"{node.name}_of_terms", "reduce", list(total.shape), total.dtype, [terms], dict(total.attrs))]
+    if view is not None:
+        nodes.append(_view(f"{node.name}_shaped", view.shape, nodes[-1], contiguous_strides(view.shape), 0))
     return nodes
 
 
