@@ -174,6 +174,22 @@ def test_a_row_caught_in_a_loop_is_finished_once_its_tail_repeats(checkpoint, de
         assert looped.response_logprobs == pytest.approx(full.response_logprobs[:128])
 
 
+def test_a_static_batch_padded_to_its_bucket_checks_its_padding_rows_for_loops_too(checkpoint):
+    # three prompts pad to a bucket of four; the padding row decodes pad tokens, a tail that repeats like a loop's,
+    # and the loop check once indexed it past the requests (IndexError: the whole batch failed)
+    policy = TransformersPolicy(checkpoint, device="cpu", dtype="float32", temperature=0.0, max_new_tokens=200)
+    with torch.no_grad():
+        policy.lm.get_output_embeddings().weight.zero_()
+    prompts = [(ids, 200) for ids in prompt_ids(policy)[:3]]
+    generator = BatchedGenerator(policy.lm, policy.tokenizer, "cpu", decode="static", loop_window=32)
+    try:
+        answers = generator.generate_all(prompts, 0.0)
+    finally:
+        generator.close()
+    assert [len(a.response_token_ids) for a in answers] == [128] * 3
+    assert generator.stats["looping_rows"] == 3 and generator.stats["batches"] == 1
+
+
 def test_only_a_tail_that_repeats_a_short_block_counts_as_a_loop():
     from training.rl.generation_stops import LoopingRows
 

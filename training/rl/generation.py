@@ -215,8 +215,7 @@ class BatchedGenerator:
         max_new = max(r.max_new_tokens for r in requests)
         from transformers import StoppingCriteriaList
 
-        looping = LoopingRows(len(requests), width, window=self.loop_window)
-        extra = {"stopping_criteria": StoppingCriteriaList([looping])}
+        extra = {}
         if self.decode == "static":
             # pad the batch to its bucket with one-token rows that a stopping criterion finishes at once
             prompts = prompts + [[pad]] * (bucket_rows(len(requests), self.max_batch) - len(requests))
@@ -228,7 +227,10 @@ class BatchedGenerator:
             )
             extra[cache_argument(self.lm)] = cache
             padding = torch.tensor([row >= len(requests) for row in range(len(prompts))], device=self.device)
-            extra["stopping_criteria"].append(FinishedRows(padding))
+            extra["stopping_criteria"] = [FinishedRows(padding)]
+        # over every row of the batch: a padding row's run of pad tokens looks like a loop too
+        looping = LoopingRows(len(prompts), width, window=self.loop_window)
+        extra["stopping_criteria"] = StoppingCriteriaList([looping, *extra.get("stopping_criteria", [])])
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         temperature = requests[0].temperature
