@@ -120,6 +120,7 @@ class Emitter:
         self.count = 0
         self.double = accumulate_double  # sums kept in double (the CPU target: no cost, less rounding)
         self.computing = None  # the node the current kernel writes: computed, not read from its own buffer
+        self.known = {}  # node name -> the name holding its value at the kernel's element (a finished reduction)
         self.headers = set()  # the C++ headers of kernels/ that the expressions written so far call
         self.exprs = {}  # index variable -> the indexing.Expr it holds, read back when a later index uses it
         # a name or opaque index subexpression -> (lo, hi) it is known to lie in; `i`, each kernel's flat index of its
@@ -174,6 +175,8 @@ class Emitter:
 
     # -- values ------------------------------------------------------------------------------------------------------
     def value(self, scope, node, index):
+        if node.name in self.known:
+            return self.known[node.name]
         key = (node.name, index)
         got = scope.get(key)
         if got is not None:

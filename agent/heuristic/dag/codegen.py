@@ -101,41 +101,51 @@ class Writer:
         return f"{ins}{out_type}* {qualifier}out"
 
     def loop(self, kernel):
+        """A loop over KERNEL's elements; a reduction's kernel, and one that finishes reductions in its epilogue
+        (schedule.py's "reductions"), on CUDA a block per element where the reductions are long (_block_per_output)."""
         node = kernel.node
         scope = Scope()
         self.emitter.computing = node.name
-        cuda_block = self.fixed.get(node.name, self.device == "cuda" and _block_per_output(node))
+        nodes = {n.name: n for n in self.plan.graph.nodes}
+        reductions = [node] if node.kind == "reduce" else [nodes[r] for r in kernel.layout.get("reductions", [])]
+        block = self.device == "cuda" and reductions and all(_block_per_output(r) for r in reductions)
+        cuda_block = self.fixed.get(node.name, bool(block))
         self.decisions[node.name] = cuda_block
-        if cuda_block:
-            acc, t, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
-            # NaN wins, as in torch's max and min (fmaxf would drop it)
-            extreme = (
-                ("a > b || a != a ? a : b", "a < b || a != a ? a : b")
-                if t in ("float", "double")
-                else ("a > b ? a : b", "a < b ? a : b")
-            )
-            op = {
-                "sum": "a + b",
-                "mean": "a + b",
-                "max": extreme[0],
-                "min": extreme[1],
-                "prod": "a * b",
-                "any": f"({t})(a || b)",
-                "all": f"({t})(a && b)",
-            }[node.attrs["op"]]
-            scope.lines.append(f"{acc} = block_reduce({acc}, []({t} a, {t} b) {{ return {op}; }});")
-            scope.lines.append(f"if (threadIdx.x == 0) out[i] = {final};")
-        else:
-            inner = self.rows(node)
-            if inner:
-                self.emitter.nest("i", inner)
-            value = self.emitter.value(scope, node, "i")
-            scope.lines.append(f"out[i] = ({node.ctype})({value});")
-            self.emitter.unnest("i")
-            if inner:
-                self.function(node, scope.lines, node.numel, cuda_block, inner)
-                return
-        self.function(node, scope.lines, node.numel, cuda_block)
+        inner = None if cuda_block else self.rows(node)
+        if inner:
+            self.emitter.nest("i", inner)
+        for reduction in reductions:
+            # the finished value, once per element: the epilogue reads it wherever it reads the reduction
+            finished = self.block_reduce(scope, reduction) if cuda_block else self.emitter.value(scope, reduction, "i")
+            self.emitter.known[reduction.name] = finished
+        value = self.emitter.value(scope, node, "i")
+        store = f"out[i] = ({node.ctype})({value});"
+        scope.lines.append(f"if (threadIdx.x == 0) {store}" if cuda_block else store)
+        self.emitter.known.clear()
+        self.emitter.unnest("i")
+        self.function(node, scope.lines, node.numel, cuda_block, inner)
+
+    def block_reduce(self, scope, node):
+        """The reduction NODE at element i, its row shared by a CUDA block's threads: a name holding the finished value
+        in every thread."""
+        acc, t, final = self.emitter.reduce_loop(scope, node, "i", "threadIdx.x", "BLOCK")
+        # NaN wins, as in torch's max and min (fmaxf would drop it)
+        extreme = (
+            ("a > b || a != a ? a : b", "a < b || a != a ? a : b")
+            if t in ("float", "double")
+            else ("a > b ? a : b", "a < b ? a : b")
+        )
+        op = {
+            "sum": "a + b",
+            "mean": "a + b",
+            "max": extreme[0],
+            "min": extreme[1],
+            "prod": "a * b",
+            "any": f"({t})(a || b)",
+            "all": f"({t})(a && b)",
+        }[node.attrs["op"]]
+        scope.lines.append(f"{acc} = block_reduce({acc}, []({t} a, {t} b) {{ return {op}; }});")
+        return self.emitter.define(scope, node.ctype, final)
 
     def rows(self, node):
         """On the CPU, the length of the inner loop of NODE's kernel: the product of its trailing dims (never dim 0,

@@ -4,6 +4,10 @@ A node is computed where it is read (fused into its readers' kernel) unless it m
 library call (GEMM, convolution, attention), a reduction, scan or pool (read many times), an operand a library
 call reads from memory in a layout it cannot take as strides, or a value read by several kernels that would cost
 more to recompute than to store. Dead and identity nodes never appear (only what the outputs reach is scheduled).
+
+A reduction whose value only one loop kernel reads, at that kernel's own element (through elementwise ops and
+reshapes of the reduction's size: its epilogue, such as relu(x.mean(-1) + b)), gives its buffer up: that kernel
+computes the reduction once per element and applies the epilogue to the finished value (Kernel.layout "reductions").
 """
 
 from dataclasses import asdict, dataclass, field
@@ -91,6 +95,17 @@ def _strided(node):
     if node.kind == "view" and node.attrs["base"].kind != "scalar":
         return node.attrs["base"], node.attrs["strides"], node.attrs["offset"]
     return node, contiguous_strides(node.shape), 0
+
+
+def _same_element(node):
+    """Whether NODE reads each of its arguments of its own size at its own flat index: an elementwise op, or a
+    reshape (a view in row-major order from the start of its base)."""
+    if node.kind == "pointwise":
+        return True
+    if node.kind != "view" or node.attrs["offset"] != 0 or node.attrs["base"].numel != node.numel:
+        return False
+    steps = contiguous_strides(node.shape)
+    return all(size == 1 or s == c for size, s, c in zip(node.shape, node.attrs["strides"], steps))
 
 
 class Scheduler:
@@ -201,7 +216,10 @@ class Scheduler:
         for _, copy in self.graph.folds:
             self.store(copy)
         once = _fold_closure(self.graph)
-        for node in self.graph.nodes + ([user_output] if user_output not in self.graph.nodes else []):
+        roots = [n for n in self.graph.nodes if n.name in self.stored]
+        roots += [user_output] if user_output not in self.graph.nodes else []
+        self.fuse_epilogues(roots, once, user_output)
+        for node in roots:
             if node.name in self.stored:
                 kind = node.kind if node.kind in FAMILIES else "loop"
                 layout = self.layouts.get(node.name, {})
@@ -218,6 +236,53 @@ class Scheduler:
                 )
                 self.kernels.append(Kernel("loop", copy, f"buffer:{target}"))
         return user_output
+
+    def computes(self, root, target):
+        """Whether ROOT's kernel reads TARGET: ROOT itself or a node it computes inline reads it."""
+        seen, stack = set(), list(root.args)
+        while stack:
+            node = stack.pop()
+            if node is target:
+                return True
+            if node.name in seen or self.in_memory(node):
+                continue
+            seen.add(node.name)
+            stack += node.args
+        return False
+
+    def epilogue_of(self, root, reduction):
+        """Whether ROOT computes REDUCTION at its own element only: every way it reads REDUCTION goes through nodes of
+        the reduction's size that read their arguments at their own element."""
+        if root.numel != reduction.numel or not _same_element(root):
+            return False
+        for arg in root.args:
+            if arg is reduction or self.in_memory(arg) or not self.computes(arg, reduction):
+                continue
+            if not self.epilogue_of(arg, reduction):
+                return False
+        return True
+
+    def fuse_epilogues(self, roots, once, user_output):
+        """Drops the buffer of each reduction that one loop kernel alone reads, at its own element (the module's
+        docstring); that kernel's layout names the reductions it computes."""
+        mutated = {node.name for node, kind, _ in self.graph.outputs if kind == "buffer_mutation"}
+        pinned = mutated | once | {node.name for node, _, _ in self.graph.outputs} | {user_output.name}
+        for reduction in self.graph.nodes:
+            if reduction.kind != "reduce" or reduction.name not in self.stored or reduction.name in pinned:
+                continue
+            readers = [r for r in roots if r is not reduction and r.name in self.stored and self.computes(r, reduction)]
+            readers += [
+                m
+                for m, kind, _ in self.graph.outputs
+                if kind == "buffer_mutation" and not self.in_memory(m) and self.computes(m, reduction)
+            ]
+            if len(readers) != 1 or readers[0].kind in FAMILIES or readers[0].name in once | mutated:
+                continue
+            reader = readers[0]
+            if not self.epilogue_of(reader, reduction):
+                continue
+            self.stored.discard(reduction.name)
+            self.layouts.setdefault(reader.name, {}).setdefault("reductions", []).append(reduction.name)
 
 
 def schedule(graph):
