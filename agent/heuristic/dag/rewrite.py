@@ -1,5 +1,7 @@
 """Rewrites of the DAG planner's graph before scheduling: algebra that removes work the model asks for but does not need.
 
+- common subexpressions: two nodes of one kind reading the same nodes with the same attributes are one node (a
+  mean the model takes and the mean inside its std or var, a value the model writes out twice);
 - identities: x * 1, x / 1, x + 0, x - 0, x ** 1 (the lowering already drops clone, contiguous, dropout in eval and
   reshapes to the same shape);
 - a product with a diagonal matrix (torch.diag(v) @ x, x @ torch.diag(v), torch.eye(n) * v as an operand) becomes a
@@ -18,7 +20,7 @@ structure only, never on its sizes: the graphs at three batch sizes rewrite alik
 
 import math
 
-from agent.heuristic.dag.ir import FLOATS, T, contiguous_strides
+from agent.heuristic.dag.ir import FLOATS, LEAVES, T, contiguous_strides
 
 # Leaves whose values do not change between calls (a buffer the forward updates does: it is left out).
 STATIC_LEAVES = {"param", "buffer", "constant", "scalar"}
@@ -30,6 +32,7 @@ def rewrite(graph):
     """GRAPH simplified in place; returns what was rewritten, one line each."""
     done = []
     prune(graph)  # readers counted by the rewrites are live ones
+    done += merge_common(graph)
     for node in list(graph.nodes):
         if node.kind == "pointwise":
             kept = _identity_operand(node)
@@ -56,6 +59,36 @@ def rewrite(graph):
                 done.append(f"{node.name}: a {node.attrs['op']} over a broadcast dimension")
     prune(graph)
     return done
+
+
+def merge_common(graph):
+    """GRAPH (in place) with each operation computed once: a node of the kind, shape, dtype, operands and attributes
+    of an earlier one reads that one instead (nodes are in the order they run, so operands are merged first). Leaves
+    stay apart (each is its own tensor of the binding). Returns one line per merged node."""
+    first, done = {}, []
+    for node in list(graph.nodes):
+        if node.kind in LEAVES:
+            continue
+        key = (node.kind, tuple(node.shape), node.dtype, tuple(a.name for a in node.args), _frozen(node.attrs))
+        kept = first.setdefault(key, node)
+        if kept is not node:
+            replace(graph, node, kept)
+            done.append(f"{node.name}: the same {node.attrs.get('op', node.kind)} as {kept.name}")
+    if done:
+        prune(graph)
+    return done
+
+
+def _frozen(value):
+    """VALUE (attributes: numbers, strings, nodes, lists, dicts) as a hashable key; nodes by name, numbers by type and
+    repr (1 and 1.0, 0.0 and -0.0 and NaN stay apart where they would compute differently)."""
+    if isinstance(value, T):
+        return ("node", value.name)
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_frozen(v) for v in value))
+    return (type(value).__name__, repr(value))
 
 
 # -- graph edits ---------------------------------------------------------------------------------------------------
