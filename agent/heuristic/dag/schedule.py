@@ -108,6 +108,10 @@ def _same_element(node):
     return all(size == 1 or s == c for size, s, c in zip(node.shape, node.attrs["strides"], steps))
 
 
+def _rows(reduction):
+    return reduction.args[0].shape, reduction.attrs["dims"]
+
+
 class Scheduler:
     def __init__(self, graph):
         self.graph = graph
@@ -264,9 +268,12 @@ class Scheduler:
 
     def fuse_epilogues(self, roots, once, user_output):
         """Drops the buffer of each reduction that one loop kernel alone reads, at its own element (the module's
-        docstring); that kernel's layout names the reductions it computes."""
+        docstring); that kernel's layout names the reductions it computes. Several reductions share a kernel only
+        where they reduce the same rows (a row's mean and max): rows of other shapes may want other CUDA layouts (a
+        block per output for a contiguous row, a thread for a strided one), and the kernel has one."""
         mutated = {node.name for node, kind, _ in self.graph.outputs if kind == "buffer_mutation"}
         pinned = mutated | once | {node.name for node, _, _ in self.graph.outputs} | {user_output.name}
+        by_name = {node.name: node for node in self.graph.nodes}
         for reduction in self.graph.nodes:
             if reduction.kind != "reduce" or reduction.name not in self.stored or reduction.name in pinned:
                 continue
@@ -279,7 +286,8 @@ class Scheduler:
             if len(readers) != 1 or readers[0].kind in FAMILIES or readers[0].name in once | mutated:
                 continue
             reader = readers[0]
-            if not self.epilogue_of(reader, reduction):
+            others = self.layouts.get(reader.name, {}).get("reductions", [])
+            if not self.epilogue_of(reader, reduction) or others and _rows(by_name[others[0]]) != _rows(reduction):
                 continue
             self.stored.discard(reduction.name)
             self.layouts.setdefault(reader.name, {}).setdefault("reductions", []).append(reduction.name)
