@@ -8,6 +8,7 @@ more to recompute than to store. Dead and identity nodes never appear (only what
 A reduction whose value only one loop kernel reads, at that kernel's own element (through elementwise ops and
 reshapes of the reduction's size: its epilogue, such as relu(x.mean(-1) + b)), gives its buffer up: that kernel
 computes the reduction once per element and applies the epilogue to the finished value (Kernel.layout "reductions").
+Several reductions share such a kernel only where they reduce the same rows.
 """
 
 from dataclasses import asdict, dataclass, field
