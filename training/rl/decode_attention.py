@@ -26,17 +26,22 @@ def decode_attention_forward(module, query, key, value, attention_mask, dropout=
     groups = getattr(module, "num_key_value_groups", 1)
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    # keys times the query (a matrix-vector product down the cache's rows, as the values' product reads them): the
-    # transposed form, query times keys, took a cuBLAS kernel reading the cache at a quarter of the bandwidth
-    scores = torch.matmul(key, query.transpose(2, 3)).transpose(2, 3).float() * scale  # (batch, heads, 1, keys)
-    if attention_mask is not None:
-        mask = attention_mask[..., : key.shape[2]]
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        else:
-            scores = scores + mask
-    probs = torch.softmax(scores, -1).to(value.dtype)
-    return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
+    # Scores in float32 whatever autocast says, as SDPA's kernels keep them: under bf16 autocast a matmul rounds each
+    # score to bf16 (8 bits, up to 0.4% of its size: 0.5 of a score of 128), which moves a sharp head's weights
+    # between neighbouring keys and so the rollout's log-probs away from the ones training computes. The static
+    # cache holds float32 keys under autocast (the rotary embedding's product), so this reads them as they are.
+    with torch.autocast(query.device.type, enabled=False):
+        # keys times the query (a matrix-vector product down the cache's rows, as the values' product reads them):
+        # the transposed form, query times keys, took a cuBLAS kernel reading the cache at a quarter of the bandwidth
+        scores = torch.matmul(key.float(), query.float().transpose(2, 3)).transpose(2, 3) * scale  # (b, h, 1, keys)
+        if attention_mask is not None:
+            mask = attention_mask[..., : key.shape[2]]
+            if mask.dtype == torch.bool:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            else:
+                scores = scores + mask
+        probs = torch.softmax(scores, -1).to(value.dtype)
+        return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
 
 
 def register():
