@@ -10,6 +10,7 @@ for the model) have Hermes-style `<tool_call>` blocks read from the reply's text
 import json
 import os
 import re
+import threading
 
 from agent.policies.base import (
     Action,
@@ -63,6 +64,9 @@ class OpenAIPolicy(Policy):
         self.token_ids = token_ids
         self.extra_body = extra_body or {}
         self._client = None
+        # The HTTP error codes answered during the calling thread's current request, retries included: a server
+        # that answers 500 and then drops the connection is reported by its 500, not by the reset.
+        self._seen = threading.local()
 
     @property
     def client(self):
@@ -77,12 +81,17 @@ class OpenAIPolicy(Policy):
                     retry_after = self._parse_retry_after_header(response_headers)
                     return base if retry_after is not None else base * backoff / 0.5
 
+            def seen(response):
+                if response.status_code >= 400:
+                    self._codes().append(response.status_code)
+
             # A key is required by the SDK even where the server wants none (vLLM without --api-key, agent.serve).
             self._client = Client(
                 base_url=self.base_url,
                 api_key=self.api_key or "EMPTY",
                 timeout=self.timeout_s,
                 max_retries=self.retries,
+                http_client=openai.DefaultHttpxClient(event_hooks={"response": [seen]}),
             )
         return self._client
 
@@ -113,14 +122,26 @@ class OpenAIPolicy(Policy):
             raise PolicyUnavailable(f"{self.base_url}/models lists no model: name one with --model or KS_POLICY_MODEL")
         return models[0].id
 
+    def _codes(self):
+        if not hasattr(self._seen, "codes"):
+            self._seen.codes = []
+        return self._seen.codes
+
     def _call(self, method, path, **kwargs):
         """METHOD(**KWARGS) (None values left out), its failures turned into the policy's typed errors."""
         openai = _client_class()
         url = self.base_url + path
+        self._codes().clear()
         try:
             return method(**{k: v for k, v in kwargs.items() if v is not None})
         except openai.APIConnectionError as exc:  # APITimeoutError included: the SDK retried them all
             reason = str(exc.__cause__ or exc) or type(exc).__name__
+            failing = [code for code in self._codes() if code >= 500]
+            if failing:  # it answered, with an error, before it dropped the connection: the error is the news
+                raise PolicyUnavailable(
+                    f"{url} kept answering HTTP {failing[-1]} and then dropped the connection ({reason}) after "
+                    f"{self.retries + 1} tries: the server is overloaded or failing; check its log"
+                ) from None
             raise PolicyUnavailable(
                 f"the policy endpoint {url} failed {self.retries + 1} times (last: {reason}). Start a server "
                 f"(`vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes`, or "

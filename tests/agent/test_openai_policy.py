@@ -146,3 +146,38 @@ def test_cli_runs_an_episode_against_the_served_model(servers, relu_problem, tmp
         text=True,
     )
     assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_a_server_that_answers_500_and_then_drops_the_connection_is_reported_by_its_500():
+    # `transformers serve` does this when its tool-call parser fails: HTTP 500, then resets on the retry. The error
+    # must name the 500 (a failing server: read its log), not the reset (which reads as "start a server").
+    import struct
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    body = b'{"error": {"message": "tool call parser failed"}}'
+
+    def serve():
+        for n in range(4):
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            if n == 0:
+                head = f"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+                conn.sendall(head.encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            else:  # a reset, not a clean close: SO_LINGER with a zero timeout
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(PolicyUnavailable) as error:
+            policy(f"http://127.0.0.1:{port}/v1", model="m").act([{"role": "user", "content": "hi"}], SCHEMAS)
+    finally:
+        listener.close()
+    message = str(error.value)
+    assert "kept answering HTTP 500 and then dropped the connection" in message and "check its log" in message
+    assert "python -m agent.serve" not in message

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox import settings
+
 
 def _solution(body, imports=""):
     """A ModelNew for ELEMENTWISE whose forward is BODY (x, y in scope); IMPORTS run at import time."""
@@ -389,7 +391,13 @@ def test_slow_solution_import_does_not_change_the_baselines(run_eval, files, sou
     assert slow.compile_s >= 0.9  # the solution's import is its load time, not the baselines'
     assert jailed_processes(wait=10) == []  # the spinners died with the evaluation: they cannot slow the next one
     again = run_eval(problem, honest)
-    assert again.eager_ms == slow.eager_ms  # measured once, before any solution code, then cached
+    # Measured once, before any solution code, then cached; unless a probe now finds the entry slower than the
+    # machine is (the suite's other worker loaded it then): measured again, and the verdict says why.
+    if again.timing["baselines"] == "cached":
+        assert again.eager_ms == slow.eager_ms
+    else:
+        assert again.timing["baselines"].startswith("re-measured"), again.timing["baselines"]
+        assert again.timing["eager_probe"]["median_ms"] * settings.STALE_BASELINE_RATIO < slow.eager_ms
     # Within noise of the same problem measured in a quiet machine.
     twin = run_eval(files.problem(sources["ELEMENTWISE"] + "\n# twin of the slow-import test\n"), honest)
     assert slow.eager_ms < 4 * twin.eager_ms, (slow.eager_ms, twin.eager_ms)
