@@ -240,3 +240,69 @@ def test_a_nan_in_a_query_or_a_key_gives_torchs_nan_rows(cpu_solution):
     assert torch.isnan(expected[0, 1, 5]).all() and torch.isnan(expected[1, 0, 33:]).all()
     assert not torch.isnan(expected[1, 0, :33]).any()
     torch.testing.assert_close(got, expected, equal_nan=True, rtol=1e-4, atol=1e-5)
+
+
+# Shapes the CPU kernel's tiles and query blocks do not divide: 70 queries, 150 keys (64 a tile), head dims 36 and 20
+# (not multiples of a vector), causal with lq != lk, a boolean key padding with a batch of length 0 (SDPA's 0 rows), a
+# boolean band read through its row stride, and 3 queries (few enough for the row kernel).
+RAGGED_SDPA = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, q, k, v, lengths):
+        lq, lk = q.shape[2], k.shape[2]
+        keep = (torch.arange(lk, device=q.device)[None, :] < lengths[:, None])[:, None, None, :]
+        band = torch.arange(lk, device=q.device)[None, :] <= torch.arange(lq, device=q.device)[:, None] + 5
+        rows = torch.cat(
+            [
+                F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=band),
+            ],
+            -1,
+        )
+        few = F.scaled_dot_product_attention(q[:, :, :3], k, v, attn_mask=keep)
+        return torch.cat([rows, torch.cat([few, few, few], -1)], 2)
+
+def get_inputs():
+    return [torch.randn(2, 3, 70, 36), torch.randn(2, 3, 150, 36), torch.randn(2, 3, 150, 20), torch.tensor([0, 97])]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def ragged_reference(q, k, v, lengths):
+    """RAGGED_SDPA's forward in float64."""
+
+    namespace = {}
+    exec(RAGGED_SDPA, namespace)  # noqa: S102 -- the test's own module
+    model = namespace["Model"]()
+    return model(q.double(), k.double(), v.double(), lengths).float()
+
+
+def test_ragged_shapes_match_torch_and_a_masked_keys_value_never_reaches_a_row(cpu_solution):
+    """Tiles and blocks of any size agree with SDPA in float64; a NaN value at a key a row does not see (masked, or
+    after it under is_causal) leaves that row as it was, the kernels skipping masked keys (torch's CPU kernels
+    multiply it by 0 and give NaN), and makes NaN the rows that do see it."""
+    import torch
+
+    solution, _, _ = cpu_solution(RAGGED_SDPA)
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 70, 36), torch.randn(2, 3, 150, 36), torch.randn(2, 3, 150, 20)
+    lengths = torch.tensor([0, 97])
+    expected = ragged_reference(q, k, v, lengths)
+    torch.testing.assert_close(solution(q, k, v, lengths), expected, rtol=1e-4, atol=1e-5)
+    assert (expected[0, :, :, 20:40] == 0).all()  # batch 0's padding masks every key: SDPA's 0 rows
+
+    v[1, 2, 50] = float("nan")  # batch 1 keeps keys < 97: the key padding's rows all see key 50
+    got = solution(q, k, v, lengths)
+    clean = v.clone()
+    clean[1, 2, 50] = 0.0
+    expected = ragged_reference(q, k, clean, lengths)
+    expected[1, 2, 50:70, 0:20] = float("nan")  # causal: rows 50.. see key 50
+    expected[1, 2, :, 20:40] = float("nan")
+    expected[1, 2, 45:70, 40:60] = float("nan")  # the band: rows 45.. see key 50
+    expected[1, 2, 70:] = float("nan")  # the 3 queries' key padding
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
