@@ -135,3 +135,57 @@ def test_bitwise_not_of_a_bool_mask_is_a_logical_not(cpu_solution):
         expected, got = model(x), solution(x)
     assert (expected == 0).any() and (expected > 0).any()  # the upper triangle is exp(-inf), the rest is not
     torch.testing.assert_close(got, expected)
+
+
+SHUFFLED_TANH = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(nn.functional.pixel_shuffle(x, 3))
+
+
+def get_inputs():
+    return [torch.randn(2, 45, 5, 7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_permutations_inner_loop_is_declared_simd_and_stays_correct(cpu_solution):
+    # out[.., h, w] reads x[.., (h % 3) * 3 + w % 3, h / 3, w / 3]: an index GCC's own analysis gives up on
+    solution, model, files = cpu_solution(SHUFFLED_TANH)
+    source = files["kernels/fused.cpp"]
+    assert re.search(r"#pragma omp simd\n\s*for \(int64_t il = 0;", source), source
+    x = torch.randn(3, 45, 5, 7)  # another batch; rows of 21, not a multiple of a vector's lanes
+    with torch.no_grad():
+        torch.testing.assert_close(solution(x), model(x))
+
+
+FEW_LONG_ROWS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, logits, target):
+        return -logits.log_softmax(-1).gather(-1, target.unsqueeze(-1)).mean()
+
+
+def get_inputs():
+    return [torch.randn(64, 1000), torch.randint(0, 1000, (64,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_kernel_of_few_long_rows_is_shared_by_the_threads(tmp_path):
+    source = written(tmp_path, FEW_LONG_ROWS)["kernels/fused.cpp"]
+    # the softmax's statistics: 64 rows of 1000, 64000 exps, past the threshold an elementwise pass of as many has
+    conditions = re.findall(r"#pragma omp parallel for schedule\(static\) if\((.*)\)\n", source)
+    shared = [c for c in conditions if eval(c.replace("ks_batch", "64").replace("LL", ""))]  # noqa: S307
+    assert shared, conditions

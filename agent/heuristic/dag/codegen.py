@@ -37,6 +37,8 @@ SCALAR_TYPES = {
     "bool": "Bool",
 }
 POINTER = re.compile(r"\b[abc]_n\d+\w*\b")
+# A loop in a kernel's body, and its trip count where the bound is a constant (start 0, step 1 or a chunk's)
+LOOP = re.compile(r"for \(int64_t \w+ = [^;]*; \w+ < (?:(\d+)(?:LL)?;)?")
 # On CUDA a reduction over this many elements or more gets a block of threads per output element...
 BLOCK_REDUCE = 256
 # ...unless its rows are strided (a dim of at least COALESCED elements after the last reduced one) and its outputs
@@ -178,16 +180,19 @@ class Writer:
         reads = self.pointers("".join(lines), "")
         name = f"k_{node.name}"
         if self.device == "cpu" and inner:
-            work = max(1, sum(line.count("for (") for line in lines) * 64)
+            work = _work(lines)
+            # an inner loop without loops of its own is declared SIMD: GCC's own analysis gives up on an index like
+            # il / 2 + il % 2 * 1024 (a permutation's), which the vectorizer can still load by gathers
+            simd = "" if work > 1 else "        #pragma omp simd\n"
             source = (
                 f"void {name}({self.params(reads, node.ctype)}) {{\n"
                 f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
-                f"    for (int64_t io = 0; io < {n // inner}LL; ++io) {{\n"
+                f"    for (int64_t io = 0; io < {n // inner}LL; ++io) {{\n{simd}"
                 f"        for (int64_t il = 0; il < {inner}LL; ++il) {{\n"
                 f"            const int64_t i = io * {inner}LL + il;\n{_indent(lines, 12)}        }}\n    }}\n}}\n"
             )
         elif self.device == "cpu":
-            work = max(1, sum(line.count("for (") for line in lines) * 64)
+            work = _work(lines)
             source = (
                 f"void {name}({self.params(reads, node.ctype)}) {{\n"
                 f"    #pragma omp parallel for schedule(static) if({n}LL * {work}LL >= {PARALLEL_ELEMENTS})\n"
@@ -402,6 +407,13 @@ class Writer:
         return (
             prelude + "".join(line + "\n" for line in includes if line not in prelude) + constants + "\n".join(sources)
         )
+
+
+def _work(lines):
+    """The operations per element of a CPU kernel's body LINES, for its OpenMP threshold: 1, plus the trip count of each
+    loop it runs (64 where that is not a constant), so that a kernel of few long rows (a softmax's statistics over 64
+    rows of 1000) is shared by the threads as a long elementwise one is."""
+    return 1 + sum(int(m.group(1)) if m.group(1) else 64 for m in LOOP.finditer("\n".join(lines)))
 
 
 def _reads(node, target):
