@@ -6,6 +6,7 @@ import random
 import re
 
 import pytest
+import torch
 
 from agent.heuristic.analyze import analyze
 from agent.heuristic.codegen import workspace_files
@@ -118,3 +119,47 @@ def test_a_rotary_embeddings_kernel_divides_its_flat_index_only_by_constants_of_
     # the kernel's own flat index i is divided
     divided = [e for e in indices if re.search(r"(\bj\d+\)?|\+[^()]*\))\s*[/%]", e)]
     assert not divided, divided
+
+
+def _dividends(expr):
+    """The left operands of EXPR's divisions and modulos: the parenthesized group or name before each."""
+    found = []
+    for at in (m.start() for m in re.finditer(r"\s[/%]\s", expr)):
+        end, depth, start = at, 0, at
+        while start > 0 and (depth or expr[start - 1] not in "(+*"):
+            start -= 1
+            depth += {")": 1, "(": -1}.get(expr[start], 0)
+        found.append(expr[start:end])
+    return found
+
+
+PATCHES = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.unfold(x, kernel_size=3, stride=3).transpose(1, 2) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 15, 21)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_index_tensors_coordinates_are_read_without_dividing_them_again(tmp_path, cpu_solution):
+    # unfold reads x[b, c, rows[..], cols[..]] through index tensors: a coordinate torch accepts lies in its dim, so
+    # the flat index they make is x's own and is not split back into coordinates (divisions of a loaded value)
+    solution, model, files = cpu_solution(PATCHES)
+    indices = re.findall(r"const int64_t j\d+ = (.*);", files["kernels/fused.cpp"])
+    assert [e for e in indices if re.search(r"\bv\d+", e)], indices
+    divided = [e for e in indices if any(re.search(r"\bv\d+", d) for d in _dividends(e))]
+    assert not divided, divided
+    x = torch.randn(3, 3, 15, 21)
+    with torch.no_grad():
+        torch.testing.assert_close(solution(x), model(x))

@@ -399,6 +399,7 @@ class Emitter:
                 c = self.define(
                     scope, "int64_t", f"((int64_t)({raw}) < 0 ? (int64_t)({raw}) + {size}LL : (int64_t)({raw}))"
                 )
+                self.bounded(c, 0, size - 1)  # an index torch accepts: the coordinates' divisions simplify
                 picks.append((raw, c, d))
             else:
                 c = coord(index, shape, next(rest))
