@@ -1,6 +1,6 @@
 """The CPU target's attention kernel (ks_attention.h) against a base revision's and eager PyTorch's SDPA, side by side.
 
-    python -m bench.cpu_attention [--base REV] [--threads N] [--repeats R]
+    python -m bench.cpu_attention [--base REV_OR_FILE] [--threads N] [--repeats R]
 
 Both headers are compiled with the CPU target's kernel flags (sandbox.native.build.toolchain) into two small libraries
 called through ctypes; each shape times the base kernel, this tree's kernel and torch's SDPA in alternation, on the
@@ -61,7 +61,9 @@ def build(header_text, folder):
 
 def main(argv):
     parser = argparse.ArgumentParser(prog="python -m bench.cpu_attention", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="de96752", help="the revision whose ks_attention.h is the baseline")
+    parser.add_argument(
+        "--base", default="de96752", help="the revision whose ks_attention.h is the baseline, or a header file"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args(argv)
@@ -72,9 +74,13 @@ def main(argv):
     import os
 
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    base_text = subprocess.run(
-        ["git", "show", f"{args.base}:{HEADER}"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
+    base_text = (
+        Path(args.base).read_text()
+        if Path(args.base).is_file()
+        else subprocess.run(
+            ["git", "show", f"{args.base}:{HEADER}"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
+    )
     with tempfile.TemporaryDirectory(prefix="ks-bench-attention-") as tmp:
         libs = {
             "base": build(base_text, Path(tmp) / "base"),

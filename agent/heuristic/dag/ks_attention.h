@@ -52,18 +52,19 @@ typedef float KsVec __attribute__((vector_size(KS_LANES * sizeof(float))));
 typedef int32_t KsIntVec __attribute__((vector_size(KS_LANES * sizeof(int32_t))));
 constexpr int64_t KS_KEY_TILE = 64;
 
-// exp elementwise (Cephes' polynomial, about 1 ulp), exact where the softmax needs it: exp(-inf) = 0, NaN stays NaN.
-// Results below FLT_MIN are 0 (a probability that small changes no sum: the running max contributes exp(0) = 1).
 static inline KsVec ks_splat(float x) {  // not {} + x: +0 + -0 is +0
     KsVec v;
     for (int i = 0; i < KS_LANES; ++i) v[i] = x;
     return v;
 }
 
+// exp elementwise (Cephes' polynomial, about 1 ulp), exact where the softmax needs it: exp(-inf) = 0, NaN stays NaN.
+// Results below FLT_MIN are 0 (a probability that small changes no sum: the running max contributes exp(0) = 1), and
+// arguments above 88 give inf (a softmax's never exceed 0).
 static inline KsVec ks_exp(KsVec x) {
-    const KsVec lo = ks_splat(-87.33654f), hi = ks_splat(88.72283f);
+    const KsVec lo = ks_splat(-87.33654f), hi = ks_splat(88.f);
     const KsVec c = x < lo ? lo : (x > hi ? hi : x);  // NaN passes through
-    const KsVec n = (c * 1.44269504f + 12582912.f) - 12582912.f;                     // round to nearest
+    const KsVec n = (c * 1.44269504f + 12582912.f) - 12582912.f;  // rounded to the nearest integer
     const KsVec r = c - n * 0.693359375f + n * 2.12194440e-4f;
     KsVec p = ks_splat(1.9875691500e-4f);
     p = p * r + 1.3981999507e-3f;
@@ -92,7 +93,7 @@ static inline void ks_store(float* p, KsVec x) { std::memcpy(p, &x, sizeof x); }
 template <int NQ, typename Mask>
 static void ks_attention_block(const KsAttention& a, const float* q, const float* k, const float* v, const Mask* mask,
                                float* out, int64_t b, int64_t i0, int64_t n, float* buf) {
-    constexpr int QB = NQ * KS_LANES, KR = KS_ACC / NQ;  // queries per block, keys (or value dims) per micro-kernel
+    constexpr int QB = NQ * KS_LANES, KR = std::min(8, KS_ACC / NQ);  // queries a block, keys (value dims) a step
     float* qt = buf;
     float* s = qt + a.e * QB;
     float* o = s + KS_KEY_TILE * QB;
