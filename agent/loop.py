@@ -39,6 +39,9 @@ class EpisodeConfig:
     device: str = "cuda"
     max_turns: int = 60
     wall_clock_s: float | None = None  # None: no wall-clock budget
+    # The wall-clock budget the task states when it is not wall_clock_s (None: wall_clock_s's; 0: none): an evaluation
+    # that stops episodes sooner than its actor trained under tells the actor the budget it trained with.
+    stated_wall_clock_s: float | None = None
     context_tokens: int = 32768  # the model's context window
     response_tokens: int = 4096  # kept free for the model's answer
     observation_chars: int = 12000  # one tool observation, at most
@@ -95,7 +98,7 @@ problem.py:
 The workspace holds:
 {listing}
 
-You have {max_turns} turns{wall}. Read, plan, write the kernels, compile, verify, profile and improve; submit when
+{budget} Read, plan, write the kernels, compile, verify, profile and improve; submit when
 you cannot improve further. The best verified solution is kept whatever happens later."""
 
 
@@ -187,8 +190,8 @@ class Episode:
                     call.observation += "\n" + best_note(best)
                 submitted = submitted or result.done
             left = cfg.max_turns - index
-            if turn.tool_calls and 0 < left <= 3 and not submitted:
-                turn.tool_calls[-1].observation += f"\n[{left} turn(s) left: verify and submit]"
+            if turn.tool_calls and not submitted:
+                turn.tool_calls[-1].observation += turns_left_note(left)
             tools_s = time.monotonic() - tools_start
             turn.tools_s = round(tools_s, 6)  # microseconds: a file read takes well under a millisecond
             turn.overhead_s = round(max(0.0, time.monotonic() - turn_start - policy_s - tools_s), 6)
@@ -236,16 +239,30 @@ class Episode:
 
     def _task(self, ws, source):
         cfg = self.config
-        wall = f" and {cfg.wall_clock_s / 60:.0f} minutes" if cfg.wall_clock_s else ""
+        stated = cfg.wall_clock_s if cfg.stated_wall_clock_s is None else cfg.stated_wall_clock_s
         device_name = "NVIDIA GPU" if cfg.device == "cuda" else "CPU (C++ kernels in kernels/*.cpp)"
         return TASK.format(
             device_name=device_name,
             device=cfg.device,
             source=source.strip(),
             listing=ws.listing(),
-            max_turns=cfg.max_turns,
-            wall=wall,
+            budget=budget_text(cfg.max_turns, stated),
         )
+
+
+def budget_text(max_turns, wall_clock_s):
+    """The task's sentence stating the episode's budget (WALL_CLOCK_S None or 0: turns only)."""
+    wall = f" and {wall_clock_s / 60:.0f} minutes" if wall_clock_s else ""
+    return f"You have {max_turns} turns{wall}."
+
+
+# What the last tool result of a turn gains when few turns are left and the agent has not submitted.
+TURNS_LEFT = "\n[{left} turn(s) left: verify and submit]"
+
+
+def turns_left_note(left):
+    """The note for LEFT turns remaining: empty unless 1 to 3 are."""
+    return TURNS_LEFT.format(left=left) if 0 < left <= 3 else ""
 
 
 def best_note(best):

@@ -14,6 +14,7 @@ from agent.trajectory import Trajectory
 from training.rl import config as run_config
 from training.rl import rft, tokens
 from training.rl.generation import BatchedGenerator
+from training.rl.restate import restate
 from training.rl.rollouts import LivePolicy, Rollouts
 from training.rl.runtime import Run
 
@@ -73,7 +74,9 @@ def memorized(tmp_path, fresh_accelerator):
     )
     run = Run(config, quiet=True)
     actor = rft.train(run)
-    return run, actor, trajectories
+    # trained restated in the actor's budget (rft.restate_budget): the prompts the actor's own episodes show
+    episode = run.config.episode
+    return run, actor, [restate(t, episode.max_turns, episode.wall_clock_s) for t in trajectories]
 
 
 def first_answer(run, trajectory):

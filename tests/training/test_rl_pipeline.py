@@ -232,6 +232,8 @@ def test_an_evaluation_under_the_time_limit_gives_each_episode_its_share_of_the_
     on_rq = run_config.override(config, ["rollouts.backend=rq"])
     assert eval_wall_clock(600, 26, on_rq.rollouts) == pytest.approx(0.9 * 600)  # RQ workers run them all at once
     assert episode_config(config, "actor", 270.0).wall_clock_s == 270.0
+    # the task still states the budget the actor trained under (training/rl/restate.py restates the teacher's in it)
+    assert episode_config(config, "actor", 270.0).stated_wall_clock_s == (config.episode.wall_clock_s or 0)
     assert episode_config(config, "actor").wall_clock_s == config.episode.wall_clock_s
     tighter = run_config.override(config, ["episode.wall_clock_s=100"])
     assert episode_config(tighter, "actor", 270.0).wall_clock_s == 100  # the section's own budget when tighter

@@ -111,6 +111,9 @@ class RFTConfig:
     warmup: float = 0.0  # the share of the optimizer steps the learning rate ramps up over
     min_lr_ratio: float = 0.1
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
+    # The teacher's episodes restated in the actor's budget before training (training/rl/restate.py): the task's
+    # turns and time and the turns-left notes as the actor's episodes show them, not the teacher's longer budget.
+    restate_budget: bool = True
     heuristic_tune: bool = True  # the heuristic measures other block sizes on CUDA (False: one verification, a
     #                              shorter episode the actor can copy within fewer turns, at a third of the GPU time)
     # The teacher's episodes at once while `python -m training data` builds the data (inprocess backend), kept in

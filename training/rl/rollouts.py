@@ -102,7 +102,8 @@ def episode_config(config, who="actor", wall_clock_s=None):
     turns = max(e.max_turns, config.rft.heuristic_max_turns) if who == "heuristic" else e.max_turns
     if wall_clock_s is None or (e.wall_clock_s is not None and e.wall_clock_s <= wall_clock_s):
         return e.episode(max_turns=turns)
-    return e.episode(max_turns=turns, wall_clock_s=wall_clock_s)
+    # the task still states the section's budget (0: none), the one the actor's training data states
+    return e.episode(max_turns=turns, wall_clock_s=wall_clock_s, stated_wall_clock_s=e.wall_clock_s or 0)
 
 
 def run_episode(problem, out, policy, options, episode):

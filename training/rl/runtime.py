@@ -13,6 +13,7 @@ from training.rl import config as run_config
 from training.rl import tasks as run_tasks
 from training.rl.config import STAGES
 from training.rl.distributed import mean
+from training.rl.restate import restate
 
 TOTALS = {
     "single_turn": lambda c: c.single_turn.steps,
@@ -146,13 +147,15 @@ class Run:
         return self.dir / "episodes" / stage / f"step-{step}" / f"rank-{self.accelerator.process_index}"
 
     def samples(self, trajectories):
-        r = self.config.rollouts
+        r, e = self.config.rollouts, self.config.episode
+        if self.config.rft.restate_budget:  # the teacher's episodes in the actor's budget (training/rl/restate.py)
+            trajectories = [
+                restate(t, e.max_turns, e.wall_clock_s) if t.policy == "heuristic" else t for t in trajectories
+            ]
         return [
             s
             for t in trajectories
-            for s in tokens.samples(
-                t, self.tokenizer, self.config.episode.context_tokens, r.format_penalty, r.turn_penalty
-            )
+            for s in tokens.samples(t, self.tokenizer, e.context_tokens, r.format_penalty, r.turn_penalty)
         ]
 
     def batch(self, trajectories=None, samples=None):
