@@ -42,6 +42,10 @@ static void ks_im2col(const KsConv& c, const float* xs, int64_t p0, int64_t p1, 
         const float* xc = xs + ic * in_plane;
         float* dst = col + r * cols;
         int64_t ow = p0 % c.out[2], oh = p0 / c.out[2] % c.out[1], od = p0 / (c.out[2] * c.out[1]);
+        // the part of a whole output row inside the input is the same for every row: divided once, not per run
+        const int64_t sw = c.stride[2], row_first = q * c.dilation[2] - c.padding[2];
+        int64_t row_lo, row_hi;
+        ks_inside(row_first, sw, c.out[2], c.in[2], row_lo, row_hi);
         for (int64_t p = p0; p < p1;) {
             const int64_t run = std::min(p1 - p, c.out[2] - ow);
             const int64_t id = od * c.stride[0] - c.padding[0] + pa * c.dilation[0];
@@ -49,8 +53,13 @@ static void ks_im2col(const KsConv& c, const float* xs, int64_t p0, int64_t p1, 
             float* d = dst + (p - p0);
             int64_t lo = 0, hi = 0;
             if (id >= 0 && id < c.in[0] && ih >= 0 && ih < c.in[1]) {
-                const int64_t first = ow * c.stride[2] - c.padding[2] + q * c.dilation[2], sw = c.stride[2];
-                ks_inside(first, sw, run, c.in[2], lo, hi);
+                const int64_t first = ow * sw + row_first;
+                if (ow == 0) {
+                    lo = std::min(row_lo, run);
+                    hi = std::max(lo, std::min(row_hi, run));
+                } else {
+                    ks_inside(first, sw, run, c.in[2], lo, hi);
+                }
                 const float* row = xc + (id * c.in[1] + ih) * c.in[2];
                 #pragma omp simd
                 for (int64_t t = lo; t < hi; ++t) d[t] = row[first + t * sw];

@@ -3,6 +3,7 @@
 import subprocess
 
 import pytest
+import torch
 
 from agent.heuristic.analyze import analyze
 from agent.heuristic.codegen import workspace_files
@@ -135,3 +136,34 @@ def test_the_teacher_includes_the_library_writes_only_its_own_files_and_the_expo
     save(trajectory, tmp_path / "out")  # solution.py: every included header inlined, built by load_inline
     exported = evaluate(problem, tmp_path / "out" / "solution.py", fast)
     assert exported.status == "ok" and exported.correct, exported.log[-2000:]
+
+
+WIDE_STRIDED_CONV = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(512, 4, 3, stride=(1, 2), padding=(1, 2))
+
+    def forward(self, x):
+        return self.conv(x)
+
+def get_inputs():
+    return [torch.randn(2, 512, 9, 11)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_convolutions_column_blocks_starting_mid_row_match_torch(cpu_solution):
+    # 4608 im2col rows: a block of a few dozen output positions, so blocks start inside an output row of 7, whose
+    # first output reads the padding; the stride-2 rows start and end in it
+    solution, model, files = cpu_solution(WIDE_STRIDED_CONV)
+    assert "ks_conv(" in files["kernels/fused.cpp"]
+    solution.load_state_dict(model.state_dict())
+    x = torch.randn(3, 512, 9, 11)
+    with torch.no_grad():
+        torch.testing.assert_close(solution(x), model(x), rtol=1e-4, atol=1e-4)
