@@ -124,6 +124,8 @@ def _decomposition_table():
         if op in decomposition_table and op not in KEPT:
             table[op] = decomposition_table[op]
     table[aten.prelu.default] = _prelu
+    table[aten._embedding_bag.default] = _embedding_bag
+    table[aten._embedding_bag_forward_only.default] = _embedding_bag
     return table
 
 
@@ -134,6 +136,49 @@ def _prelu(x, weight):
     if x.dim() >= 2:
         shape[1] = weight.numel()
     return torch.where(x > 0, x, x * weight.reshape(shape))
+
+
+def _embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    """nn.EmbeddingBag (and F.embedding_bag) as a gather of rows and a segment reduction by index_add or
+    scatter_reduce, which torch does not decompose. Index i belongs to the bag of the last offset at or before it: a
+    count of the offsets at each position (empty bags share one), summed along the indices. Returns the op's four
+    values; the last three (bag of each index, bag sizes, argmax of each max) only so that the op's readers find them.
+    With include_last_offset, the indices from the last offset on fall in one more bag, dropped at the end."""
+    n, dim = indices.shape[0], weight.shape[1]
+    bags = offsets.shape[0]
+    starts = offsets[1:]
+    marks = torch.zeros(n + 1, dtype=indices.dtype, device=indices.device)
+    marks = marks.index_add(0, starts, torch.ones_like(starts))
+    bag = marks[:n].cumsum(0)
+    rows = weight[indices]
+    kept = indices != padding_idx if padding_idx >= 0 else None
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1).to(rows.dtype)
+    if kept is not None:
+        rows = torch.where(kept.unsqueeze(1), rows, torch.zeros((), dtype=rows.dtype, device=rows.device))
+    ones = torch.ones(n, dtype=indices.dtype, device=indices.device) if kept is None else kept.to(indices.dtype)
+    size = torch.zeros(bags, dtype=indices.dtype, device=indices.device).index_add(0, bag, ones)
+    out = weight.new_zeros(bags, dim)
+    if mode == 2:  # max: an empty bag (or one of padding only) is zeros, as torch's
+        filled = rows if kept is None else torch.where(kept.unsqueeze(1), rows, float("-inf"))
+        out = out.scatter_reduce(0, bag.unsqueeze(1).expand(n, dim), filled, "amax", include_self=False)
+        out = torch.where(size.unsqueeze(1) > 0, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    else:
+        out = out.index_add(0, bag, rows)
+    if mode == 1:
+        out = out / size.clamp(min=1).unsqueeze(1).to(out.dtype)
+    bags -= include_last_offset
+    return out[:bags], bag, size[:bags], indices.new_zeros((bags, dim) if mode == 2 else (0,))
 
 
 def _arg(value):

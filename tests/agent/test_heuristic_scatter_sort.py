@@ -1,6 +1,7 @@
 """The DAG planner's scatter and sort families: user-style modules (a graph readout by index_add, index_put_,
-scatter_reduce and a scatter_add histogram with int64 ids; a top-k by sort) end to end on the CPU target, an
-out-of-range index raising instead of writing out of bounds, and the CUDA kernels of every path compiled by nvcc."""
+scatter_reduce and a scatter_add histogram with int64 ids; a top-k by sort) end to end on the CPU target,
+nn.EmbeddingBag as a gather and a segment reduction, an out-of-range index raising instead of writing out of bounds,
+and the CUDA kernels of every path compiled by nvcc."""
 
 import importlib.util
 import shutil
@@ -50,6 +51,28 @@ class Model(nn.Module):
 
 def get_inputs():
     return [torch.randn(64, 50)]
+
+def get_init_inputs():
+    return []
+"""
+# nn.EmbeddingBag in its three modes: bags of fixed size (2D ids) summed with per-sample weights, bags given by
+# offsets (one empty) averaged, their maxima skipping a padding id.
+EMBEDDING_BAGS = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(50, 8, mode="sum")
+        self.mean = nn.EmbeddingBag(50, 8, mode="mean")
+        self.max = nn.EmbeddingBag(50, 8, mode="max", padding_idx=3)
+
+    def forward(self, ids, weights, flat, offsets):
+        summed = self.sum(ids, per_sample_weights=weights)
+        return torch.cat([summed[:4], self.mean(flat, offsets), self.max(flat, offsets)], dim=1)
+
+def get_inputs():
+    return [torch.randint(0, 50, (6, 5)), torch.rand(6, 5), torch.randint(0, 50, (30,)), torch.tensor([0, 4, 4, 11])]
 
 def get_init_inputs():
     return []
@@ -120,6 +143,17 @@ def test_an_out_of_range_index_raises_instead_of_writing_out_of_bounds(tmp_path)
     segment[7] = -33  # past the negative end: -1 is the last segment, as in torch's index_put
     with pytest.raises(RuntimeError, match="index -33 is out of bounds for dimension 0 with size 32"):
         model(x, segment)
+
+
+def test_an_embedding_bag_is_a_gather_and_a_segment_reduction(cpu_solution):
+    solution, model, files = cpu_solution(EMBEDDING_BAGS)
+    assert " scatter" in files["binding.cpp"].split("\n", 1)[0]  # capture.py's decomposition: torch has none
+    model.load_state_dict(solution.state_dict())
+    ids, weights, flat = torch.randint(0, 50, (6, 5)), torch.rand(6, 5), torch.randint(0, 50, (30,))
+    flat[[0, 5, 6]] = 3  # the padding id: left out of the max, the bag of only it is zeros
+    for offsets in ([0, 4, 4, 11], [0, 1, 2, 29], [0, 10, 20, 30]):
+        offsets = torch.tensor(offsets)
+        torch.testing.assert_close(solution(ids, weights, flat, offsets), model(ids, weights, flat, offsets))
 
 
 NVCC = shutil.which("nvcc")
