@@ -36,7 +36,8 @@ def restate(trajectory, max_turns, wall_clock_s):
     if len(tasks) != 1:
         raise RestateError(
             f"{trajectory.problem}: {len(tasks)} opening messages state {old_text!r}; restate trajectories that "
-            f"agent.loop wrote (their first user message states the budget once)"
+            f"agent.loop wrote (their first user message states the budget once), or train on them as they are "
+            f"with rft.restate_budget: false"
         )
     tasks[0]["content"] = tasks[0]["content"].replace(old_text, new_text, 1)
     for index, turn in enumerate(out.turns, start=1):
