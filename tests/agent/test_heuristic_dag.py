@@ -7,6 +7,7 @@ import re
 import shutil
 
 import pytest
+import torch
 
 from agent.heuristic.analyze import analyze
 from agent.heuristic.codegen import workspace_files
@@ -772,6 +773,70 @@ def test_a_value_read_twice_is_computed_in_one_kernel_not_stored(tmp_path):
     assert [k.kind for k in plan.kernels] == ["loop"]
     source = workspace_files(plan, "cpu", SWISH_BIAS_ROW_SUM)["kernels/fused.cpp"]
     assert source.count("a_n") and "expf" in source
+
+
+NORMALIZED_SILU_AND_LERP = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x, a, b, w):
+        h = F.silu(F.group_norm(x, 2))  # the normalized value is read twice by silu
+        lo = torch.tanh(a) * 0.5 + 1.0  # a lerp reads its start twice: lo + (hi - lo) * w
+        return h + torch.lerp(lo, torch.exp(b), w)
+
+
+def get_inputs():
+    return [torch.randn(4, 6, 5, 7), torch.randn(4, 6, 5, 7), torch.randn(4, 6, 5, 7), torch.rand(4, 6, 5, 7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_costly_value_read_twice_where_its_readers_meet_again_is_computed_inline(tmp_path, cpu_solution):
+    # the normalized value and the lerp's start both reach the output through elementwise ops of their size: one
+    # kernel finishes the output (beside the group norm's statistics), and no pass stores either value
+    plan = plan_of(tmp_path, NORMALIZED_SILU_AND_LERP)
+    elementwise = [k.node.shape for k in plan.kernels if k.node.kind == "pointwise"]
+    assert elementwise == [[4, 6, 5, 7]], plan.kernels
+    solution, model, _ = cpu_solution(NORMALIZED_SILU_AND_LERP)
+    inputs = [torch.randn(3, 6, 5, 7), torch.randn(3, 6, 5, 7), torch.randn(3, 6, 5, 7), torch.rand(3, 6, 5, 7)]
+    with torch.no_grad():
+        torch.testing.assert_close(solution(*inputs), model(*inputs))
+
+
+SIMILARITY_OF_NORMALIZED_ROWS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ F.normalize(b, dim=-1).t()
+
+
+def get_inputs():
+    return [torch.randn(9, 13), torch.randn(11, 13)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_gemm_reads_a_transposed_computed_value_from_its_own_layout(tmp_path, cpu_solution):
+    # normalize(b) is written row by row as it is computed, and the GEMM reads it transposed: no transposed copy
+    plan = plan_of(tmp_path, SIMILARITY_OF_NORMALIZED_ROWS)
+    gemm = next(k for k in plan.kernels if k.kind == "gemm")
+    assert gemm.layout["transposed_b"] and gemm.layout["b"].shape == [11, 13], gemm.layout
+    assert not [k for k in plan.kernels if k.node.kind == "view"], plan.kernels
+    solution, model, _ = cpu_solution(SIMILARITY_OF_NORMALIZED_ROWS)
+    a, b = torch.randn(5, 13), torch.randn(11, 13)
+    with torch.no_grad():
+        torch.testing.assert_close(solution(a, b), model(a, b))
 
 
 def test_sdpa_and_the_hand_written_softmax_pattern_plan_their_kernels(tmp_path):

@@ -122,11 +122,36 @@ class Scheduler:
         self.cost = {}
         self.kernels = []
         self.layouts = {}
+        self.readers = {}  # node name -> the nodes that read it, each once
+        for node in graph.nodes:
+            for arg in dict.fromkeys(a.name for a in node.args):
+                self.readers.setdefault(arg, []).append(node)
+        self.position = {node.name: at for at, node in enumerate(graph.nodes)}
+        self.outputs = {node.name for node, _, _ in graph.outputs}
 
     def store(self, node):
         if node.kind in LEAVES or node.name in self.stored:
             return
         self.stored.add(node.name)
+
+    def merges(self, node):
+        """Whether every way NODE is read meets again in one elementwise node, through elementwise ops of NODE's size
+        (x * sigmoid(x), a lerp's a + (b - a) * w): computed where it is read, NODE is then computed once for each
+        element of that node (a kernel's expressions are shared), as a node of one reader is, and a buffer would
+        only add a pass over memory."""
+        pending = {r.name for r in self.readers.get(node.name, [])}
+        if node.name in self.outputs or not pending:
+            return False
+        for later in self.graph.nodes[self.position[node.name] + 1 :]:
+            if later.name not in pending:
+                continue
+            pending.discard(later.name)
+            if not pending:
+                return later.kind == "pointwise"
+            if later.name in self.outputs or later.numel != node.numel or not _same_element(later):
+                return False
+            pending |= {r.name for r in self.readers.get(later.name, [])}
+        return False
 
     def in_memory(self, node):
         return node.kind in ("input", "param", "buffer", "constant", "folded") or node.name in self.stored
@@ -154,6 +179,17 @@ class Scheduler:
         a_buf = self.contiguous_operand(a, prefix=True)
         base, strides, offset = _strided(b)
         transposed, w_stride = None, None
+        if (
+            not self.in_memory(base)
+            and base.kind not in LEAVES
+            and base.kind != "view"
+            and offset == 0
+            and base.numel == b.numel
+            and strides[-2:] == [1, k]
+        ):
+            # a transpose of a computed value (normalize(b).t()): the value is stored in its own layout, written as it
+            # is computed, and read transposed, rather than the transpose written through strided reads
+            self.store(base)
         if self.in_memory(base) and base.kind != "constant" and offset == 0:
             last = strides[-2:]
             batch_stride = strides[0] if len(strides) == 3 else 0
@@ -193,7 +229,12 @@ class Scheduler:
                 self.layouts[node.name] = attention.layout(self, node)
             self.cost[node.name] = 0 if node.kind in LEAVES or node.kind == "view" else 1
             self.cost[node.name] += sum(self.cost[a.name] for a in node.args if not self.in_memory(a))
-            if self.users.get(node.name, 0) > 1 and self.cost[node.name] >= RECOMPUTE and node.kind != "view":
+            if (
+                self.users.get(node.name, 0) > 1
+                and self.cost[node.name] >= RECOMPUTE
+                and node.kind != "view"
+                and not self.merges(node)
+            ):
                 self.store(node)
         user_output = next(node for node, kind, _ in self.graph.outputs if kind == "user_output")
         self.output_shape = list(user_output.shape)
