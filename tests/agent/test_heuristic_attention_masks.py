@@ -1,6 +1,7 @@
 """The attention family's masks: boolean or additive, of any shape that broadcasts to the scores [*batch, lq, lk]
 (key padding [B, 1, 1, lk], per head, [lq, lk], expanded with 0 strides) read through their own strides by the
-kernels, run end to end on the CPU target, and the CUDA kernels they make compiled by nvcc."""
+kernels, run end to end on the CPU target, and the CUDA kernels they make compiled by nvcc; grouped-query attention
+(enable_gqa) reading each key head for its group of query heads."""
 
 import shutil
 
@@ -306,3 +307,41 @@ def test_ragged_shapes_match_torch_and_a_masked_keys_value_never_reaches_a_row(c
     expected[1, 2, 45:70, 40:60] = float("nan")  # the band: rows 45.. see key 50
     expected[1, 2, 70:] = float("nan")  # the 3 queries' key padding
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+# scaled_dot_product_attention's enable_gqa: 8 query heads over 2 key/value heads, with an ALiBi bias per query head,
+# and a head too wide for the attention kernel (its GEMMs path) over 3 key heads.
+GROUPED_QUERY_SDPA = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, heads=8):
+        super().__init__()
+        slopes = torch.tensor([2 ** (-8 * (i + 1) / heads) for i in range(heads)])
+        pos = torch.arange(48)
+        self.register_buffer("alibi", -slopes[:, None, None] * (pos[None, :] - pos[:, None]).abs()[None].float())
+
+    def forward(self, q, k, v, wide_q, wide_kv):
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=self.alibi, enable_gqa=True)
+        wide = F.scaled_dot_product_attention(wide_q, wide_kv, wide_kv, is_causal=True, enable_gqa=True)
+        return out.sum(-1) + wide.mean(-1)[:, :1]
+
+def get_inputs():
+    return [torch.randn(2, 8, 48, 32), torch.randn(2, 2, 48, 32), torch.randn(2, 2, 48, 32),
+            torch.randn(2, 6, 48, 320), torch.randn(2, 3, 48, 320)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_grouped_query_attention_shares_each_key_head_among_its_query_heads(cpu_solution):
+    import torch
+
+    solution, model, files = cpu_solution(GROUPED_QUERY_SDPA)
+    assert "attention" in files["binding.cpp"].split("\n", 1)[0]
+    namespace = {}
+    exec(GROUPED_QUERY_SDPA, namespace)  # noqa: S102 -- the test's own module
+    inputs = namespace["get_inputs"]()
+    torch.testing.assert_close(solution(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)

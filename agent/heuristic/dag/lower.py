@@ -10,7 +10,7 @@ import math
 import torch
 
 from agent.heuristic.dag import rnn, scatter, sort
-from agent.heuristic.dag.ir import FLOATS, Graph, T, contiguous_strides, promote
+from agent.heuristic.dag.ir import C_TYPES, FLOATS, Graph, T, contiguous_strides, promote
 from agent.heuristic.errors import Unsupported
 
 UNARY_FLOAT = {
@@ -310,6 +310,11 @@ class Lowering:
     # -- the graph -------------------------------------------------------------------------------------------------
     def run(self):
         for node in self.json["nodes"]:
+            outs = [o for o in node.get("outs") or [] if o and len(o) == 2 and isinstance(o[1], str)]
+            dtypes = [node["dtype"]] if "dtype" in node else [dtype for _, dtype in outs]
+            unknown = next((d for d in dtypes if d not in C_TYPES), None)
+            if unknown is not None:  # a half-precision model: kernels of its type are not written (yet)
+                raise Unsupported(f"{unknown} values ({node['name']}): the kernels compute in {', '.join(C_TYPES)}")
             if node["op"] == "placeholder":
                 self.values[node["name"]] = self.placeholder(node)
             elif node["op"] == "call_function":
@@ -649,6 +654,32 @@ class Lowering:
         r = self.add("reduce", keep, dtype, [product], dims=sumdim, op="sum")
         return self.view(r, ("view", "default"), node["shape"])
 
+    def op_bucketize(self, node, args, kw, overload):
+        right = args[3] if len(args) > 3 else kw.get("right", False)
+        return self.sorted_position(node, self.arg(args[1]), self.arg(args[0]), right)
+
+    def op_searchsorted(self, node, args, kw, overload):
+        side = kw.get("side")
+        right = side == "right" if side is not None else (args[3] if len(args) > 3 else kw.get("right", False))
+        if (args[5] if len(args) > 5 else kw.get("sorter")) is not None:
+            raise Unsupported("searchsorted with a sorter")
+        sequence, values = self.arg(args[0]), self.arg(args[1])
+        if len(sequence.shape) > 1:  # one sorted row per row of values: their leading dims meet
+            sequence = self.view(sequence, ("unsqueeze", "default"), len(sequence.shape) - 1)
+        return self.sorted_position(node, sequence, values, right)
+
+    def sorted_position(self, node, sequence, values, right):
+        """Where each of VALUES falls in the sorted last dim of SEQUENCE (bucketize, searchsorted): the count of the
+        entries that do not lie at or after it (after it, for RIGHT), compared side by side rather than searched, as
+        boundaries are few. NaN lies after every entry, as in torch's binary search."""
+        values = self.view(values, ("unsqueeze", "default"), len(values.shape)) if values.shape else values
+        after = self.pointwise("gt" if right else "ge", [sequence, values], "bool")
+        dim = len(after.shape) - 1
+        keep = [*after.shape[:-1], 1]
+        count = self.add("reduce", keep, "int64", [self.cast(after, "int64")], dims=[dim], op="sum")
+        position = self.pointwise("sub", [self.scalar(sequence.shape[-1]), count], "int64")
+        return self.cast(self.view(position, ("view", "default"), node["shape"]), node["dtype"])
+
     def op_gather(self, node, args, kw, overload):
         x, dim, idx = self.arg(args[0]), args[1] % len(node["shape"]), self.arg(args[2])
         return self.add("gather", node["shape"], node["dtype"], [x, idx], dim=dim, mode="gather")
@@ -770,8 +801,8 @@ class Lowering:
         scale = args[6] if len(args) > 6 else kw.get("scale")
         if dropout:
             raise Unsupported("scaled_dot_product_attention with dropout_p > 0 (random)")
-        if kw.get("enable_gqa"):
-            raise Unsupported("scaled_dot_product_attention with enable_gqa")
+        if (args[7] if len(args) > 7 else kw.get("enable_gqa")) and k.shape[-3] != q.shape[-3]:
+            k, v = (self.shared_heads(x, q.shape[-3]) for x in (k, v))
         scale = float(scale) if scale is not None else 1.0 / math.sqrt(q.shape[-1])
         if mask is not None:  # the scores' full shape, as a view: its strides are 0 along the dims it broadcasts over
             scores = [*q.shape[:-1], k.shape[-2]]
@@ -790,6 +821,16 @@ class Lowering:
             scale=scale,
             masked_rows="zero",  # torch's kernels (and its math path's safe softmax) give a fully masked row 0
         )
+
+    def shared_heads(self, x, heads):
+        """X's [..., h, s, d] heads each serving HEADS / h query heads in a row, as scaled_dot_product_attention's
+        enable_gqa reads them (x.repeat_interleave(heads // h, dim=-3)): a broadcast, then a reshape."""
+        *lead, h, s, d = x.shape
+        if heads % h:
+            raise Unsupported(f"grouped-query attention of {heads} query heads over {h} key heads")
+        x = self.view(x, ("unsqueeze", "default"), len(lead) + 1)
+        x = self.view(x, ("expand", "default"), [*lead, h, heads // h, s, d])
+        return self.view(x, ("reshape", "default"), [*lead, heads, s, d])
 
     def attention_by_gemms(self, node, q, k, v, mask, causal, scale):
         """softmax(q k^T * scale + mask) v as two batched GEMMs around a softmax: for heads too wide for one thread's
