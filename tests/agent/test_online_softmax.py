@@ -104,3 +104,12 @@ def test_a_sum_of_exp_centered_on_another_rows_max_keeps_both_reductions(tmp_pat
     plan = _plan(tmp_path, source)
     assert "maxsum" not in [k.kind for k in plan.kernels]
     assert [k.node.attrs.get("op") for k in plan.kernels if k.node.kind == "reduce"] == ["max", "sum"]
+
+
+def test_the_row_pass_over_a_flattened_view_indexes_without_divisions(tmp_path):
+    # logits.view(-1, classes), as language models flatten them for the loss: element r of row i is at i * 300 + r,
+    # which the pass knows only if its chunked r is known to lie in the row (an int64 division per element otherwise)
+    forward = "return F.cross_entropy(x.view(-1, x.shape[-1]), rest[0].view(-1), label_smoothing=0.1)"
+    source = _module(forward, "[torch.randn(4, 8, 300), torch.randint(0, 300, (4, 8))]")
+    cpp = workspace_files(_plan(tmp_path, source), "cpu", source)["kernels/fused.cpp"]
+    assert "a row of -inf so far" in cpp and "/ 300LL" not in cpp and "% 300LL" not in cpp, cpp

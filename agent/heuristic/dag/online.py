@@ -133,6 +133,7 @@ def _cpp_pass(emitter, scope, x, count, element):
     acc = "double" if emitter.double or t == "double" else t
     exp = "expf" if t == "float" else "std::exp"
     m, s, c, n, k, r, w, top = (emitter.fresh(p) for p in ("m", "s", "c", "n", "k", "r", "w", "top"))
+    emitter.bounded(r, 0, count - 1)  # within the row: a row of a view's flat index divides away, not per element
     inner = Scope(scope)
     inner.lines.append(f"const int64_t {r} = {c} + {k};")
     v = element(inner, r)
