@@ -238,7 +238,7 @@ WINDOW = 24
 def _training_contexts():
     """Conversations ending where the model must answer: after the task, after tool results, after a nudge."""
     from agent.context import NO_TOOL_CALL
-    from agent.loop import SYSTEM, TASK
+    from agent.loop import SYSTEM, TASK, budget_text
     from agent.workspace import SKILL
 
     task = TASK.format(
@@ -246,8 +246,7 @@ def _training_contexts():
         device="cpu",
         source=textwrap.dedent(RELU).strip(),
         listing="problem.py",
-        max_turns=60,
-        wall="",
+        budget=budget_text(60, None),
     )
     opening = [{"role": "system", "content": SYSTEM + SKILL.read_text()}, {"role": "user", "content": task}]
     call = {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "problem.py"}'}}

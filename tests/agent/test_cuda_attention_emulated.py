@@ -58,8 +58,14 @@ int main(int argc, char** argv) {
 """
 
 
+BUILT = {}  # defines -> the driver built for them: both kernels of a case run from one build
+
+
 def build(tmp_path, **defines):
     """The driver for one kernel configuration, compiled against the emulation (its launches rewritten)."""
+    key = tuple(sorted(defines.items()))
+    if key in BUILT:
+        return BUILT[key]
     header = LAUNCH.sub(r"ks_emulated_launch(\2, [&] { \1(\3); });", HEADER.read_text())
     assert "<<<" not in header, "a launch the test could not rewrite"
     (tmp_path / "ks_attention.cuh").write_text(header)
@@ -70,6 +76,7 @@ def build(tmp_path, **defines):
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", str(tmp_path), *flags, str(tmp_path / "driver.cpp")]
     result = subprocess.run([*command, "-o", str(binary)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    BUILT[key] = binary
     return binary
 
 

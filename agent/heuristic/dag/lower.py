@@ -314,7 +314,8 @@ class Lowering:
             dtypes = [node["dtype"]] if "dtype" in node else [dtype for _, dtype in outs]
             unknown = next((d for d in dtypes if d not in C_TYPES), None)
             if unknown is not None:  # a half-precision model: kernels of its type are not written (yet)
-                raise Unsupported(f"{unknown} values ({node['name']}): the kernels compute in {', '.join(C_TYPES)}")
+                where = f"operator {node['target']}" if node.get("op") == "call_function" else node["name"]
+                raise Unsupported(f"{unknown} values ({where}): the kernels compute in {', '.join(C_TYPES)}")
             if node["op"] == "placeholder":
                 self.values[node["name"]] = self.placeholder(node)
             elif node["op"] == "call_function":
