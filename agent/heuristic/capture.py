@@ -8,9 +8,11 @@ functions spare the steps that the aten ops' own meta path runs).
 Run on meta tensors inside the jailed analysis (analyze.py); the result is plain JSON.
 """
 
+import contextlib
 import functools
 
 import torch
+import torch.export.exported_program as _exported_program
 
 from agent.heuristic.dag import rnn
 from agent.heuristic.errors import Unsupported
@@ -115,7 +117,9 @@ def _decompositions():
 
 @functools.cache
 def _decomposition_table():
-    table = torch.export.default_decompositions()
+    """A plain dict: torch's own table (a CustomDecompTable) lists every CompositeImplicitAutograd op of every
+    namespace again each time run_decompositions reads it (a third of a small graph's analysis)."""
+    table = dict(torch.export.default_decompositions().materialize())
     for op in KEPT:
         table.pop(op, None)
     from torch._decomp import decomposition_table
@@ -256,8 +260,25 @@ def capture(model, inputs, build_fake=None):
     """{"ok": True, "how": ..., "nodes": ..., "outputs": ...} or {"ok": False, "reason": the construct that stopped
     every capture}. BUILD_FAKE(mode), when given, builds (model, inputs) again under a FakeTensorMode: CPU tensors that
     hold no memory, so constants made in forward keep their values and meet the model on its own device."""
-    with rnn.capturing():
+    with rnn.capturing(), cia_ops_listed_once():
         return _capture(model, inputs, build_fake)
+
+
+@contextlib.contextmanager
+def cia_ops_listed_once():
+    """run_decompositions lists the dispatcher's CompositeImplicitAutograd ops on every call (its
+    _collect_all_valid_cia_ops: a walk over every op namespace, about a fifth of a capture); within one capture (or
+    one analysis: analyze.py) the list does not change, so it is listed once. Where torch has no such function, nothing is changed."""
+    collect = getattr(_exported_program, "_collect_all_valid_cia_ops", None)
+    if collect is None:
+        yield
+        return
+    listed = frozenset(collect())
+    _exported_program._collect_all_valid_cia_ops = lambda: set(listed)
+    try:
+        yield
+    finally:
+        _exported_program._collect_all_valid_cia_ops = collect
 
 
 def _capture(model, inputs, build_fake):
