@@ -7,6 +7,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,11 @@ from sandbox.errors import BuildError
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")
 PCH_HEADER = Path(__file__).with_name("ks_torch.h")
+STABLE_PCH_HEADER = Path(__file__).with_name("ks_stable.h")
+# A binding whose first preprocessor directive includes one of these may open with the precompiled stable header:
+# nothing it defines or tests comes before torch's headers.
+STABLE_FIRST_INCLUDE = re.compile(rb"\s*#\s*include\s*<torch/(csrc/stable|headeronly|csrc/inductor/aoti_torch)/")
+_stable_pch_failed = set()
 _loaded = {}
 
 
@@ -257,6 +263,23 @@ def ensure_pch(device):
     return precompiled_header(tc["cxx"], tc["cxx_version"], classic_flags(device))
 
 
+def stable_pch(device, binding_source):
+    """The precompiled stable-ABI header (ks_stable.h) for DEVICE's flags, built once per worker, when BINDING_SOURCE
+    opens with torch's stable headers; else None, and the binding compiles its headers itself (about 2 s of g++ a
+    build, most of a small workspace's). None too where it does not build on this toolchain (tried once a process)."""
+    first = next((line for line in binding_source.splitlines() if line.lstrip().startswith(b"#")), b"")
+    if not STABLE_FIRST_INCLUDE.match(first) or device in _stable_pch_failed:
+        return None
+    tc = toolchain(device)
+    try:
+        return precompiled_headers(
+            tc["cxx"], tc["cxx_version"], tc["stable_flags"], {STABLE_PCH_HEADER.name: STABLE_PCH_HEADER}
+        ).get(STABLE_PCH_HEADER.name)
+    except BuildError:
+        _stable_pch_failed.add(device)
+        return None
+
+
 def precompiled_header(cxx, cxx_version, flags, build=True):
     """ks_torch.h precompiled by CXX with FLAGS in the worker cache, built once (under a file lock); without BUILD
     (a process that cannot or must not build it), None where it is missing."""
@@ -316,8 +339,10 @@ def _open_up(path):
             os.chmod(os.path.join(dirpath, name), 0o644)
 
 
-def _ninja(tc, files, module_name, style):
+def _ninja(tc, files, module_name, style, pch=None):
     flags = tc["stable_flags"] if style == "stable" else classic_flags(tc["device"])
+    if pch is not None:  # g++ takes PCH.gch beside it (same flags), or PCH's text where that does not fit
+        flags = [*flags, "-include", str(pch)]
     libs = tc["ldflags"] + ([] if style == "stable" else tc["classic_libs"])
     rules = [
         "ninja_required_version = 1.3",
@@ -353,7 +378,8 @@ def _wrapper(module_name, pch_header, binding_source):
 
 
 def prepare(workspace, build_dir, device):
-    """Write sources, wrapper and build.ninja into BUILD_DIR; returns (module_name, key, library path in cache)."""
+    """Write sources, wrapper and build.ninja into BUILD_DIR; returns (module_name, key, library path in cache, the
+    precompiled header the binding opens with or None)."""
     device = device or workspace_device(workspace)
     files = workspace_files(workspace)
     key = workspace_key(workspace, device)
@@ -363,10 +389,12 @@ def prepare(workspace, build_dir, device):
     for rel, data in files.items():
         (build_dir / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
         (build_dir / "src" / rel).write_bytes(data)
+    stable = stable_pch(device, files["binding.cpp"]) if style == "stable" else None
+    pch = stable if style == "stable" else ensure_pch(device)
     if style == "classic":
-        (build_dir / "_ks_binding.cpp").write_text(_wrapper(module_name, ensure_pch(device), files["binding.cpp"]))
-    (build_dir / "build.ninja").write_text(_ninja(toolchain(device), files, module_name, style))
-    return module_name, key, cached_library(key, module_name)
+        (build_dir / "_ks_binding.cpp").write_text(_wrapper(module_name, pch, files["binding.cpp"]))
+    (build_dir / "build.ninja").write_text(_ninja(toolchain(device), files, module_name, style, stable))
+    return module_name, key, cached_library(key, module_name), pch
 
 
 def cached_library(key, module_name):
@@ -427,9 +455,9 @@ def build_workspace(workspace, device=None, jail=None, timeout=None):
     if jail is not None:
         build_dir = jail.path("build")
         build_dir.mkdir()
-        prepare(workspace, build_dir, device)
-        if binding_style(workspace_files(workspace)["binding.cpp"]) == "classic":
-            jail.expose(ensure_pch(device).parent)  # the precompiled header, and nothing else of the cache
+        pch = prepare(workspace, build_dir, device)[3]
+        if pch is not None:
+            jail.expose(pch.parent)  # the precompiled header, and nothing else of the cache
         jail.own(build_dir)
         exit = jail.run(argv + ["-C", str(build_dir)], timeout or settings.TIMEOUT_S)
         code, output = (exit.returncode if not exit.timed_out else -1), exit.output

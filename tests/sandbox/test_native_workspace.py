@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.errors import BuildError
-from sandbox.native.build import build_workspace, toolchain, workspace_key
+from sandbox.native.build import build_workspace, import_library, prepare, toolchain, workspace_key
 
 
 def test_stable_abi_workspace_builds_and_is_cached(files, sources, ks_cache_dir):
@@ -31,6 +31,40 @@ def test_stable_abi_workspace_builds_and_is_cached(files, sources, ks_cache_dir)
     again = build_workspace(workspace, "cpu")
     assert again.cached is True and again.library == first.library and again.key == first.key
     assert time.perf_counter() - t0 < 1.0
+
+
+def _binding_command(build_dir):
+    """The g++ command build.ninja compiles the binding with, with -H: g++ then lists the headers it reads and marks
+    a precompiled one it uses with '!'."""
+    ninja = (build_dir / "build.ninja").read_text()
+    rule = ninja.split("rule cxx\n  command = ")[1].splitlines()[0]
+    rule = rule.replace("$out.d", str(build_dir / "b.d")).replace("$in", "src/binding.cpp").replace("$out", "b.o")
+    return rule.split() + ["-H"]
+
+
+def test_a_stable_binding_compiles_against_the_precompiled_stable_header(files, sources, ks_cache_dir, tmp_path):
+    workspace = files.workspace(sources["STABLE_WORKSPACE"])
+    *_, pch = prepare(workspace, tmp_path, "cpu")
+    assert pch.name == "ks_stable.h" and pch.with_name("ks_stable.h.gch").is_file()
+    assert str(pch).startswith(str(ks_cache_dir))
+    compiled = subprocess.run(_binding_command(tmp_path), cwd=tmp_path, capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    assert f"! {pch}.gch" in compiled.stderr.splitlines()[0], compiled.stderr[:500]
+    built = build_workspace(workspace, "cpu")
+    x = __import__("torch").tensor([-1.0, 2.0])
+    assert getattr(import_library(built.library, built.module_name), "add_relu")(x, x).tolist() == [0.0, 8.0]
+
+
+def test_a_binding_that_defines_a_macro_before_torchs_headers_compiles_them_itself(files, sources, tmp_path):
+    # What it defines first may change what torch's headers declare: the precompiled form cannot open its unit.
+    source = dict(sources["STABLE_WORKSPACE"])
+    source["binding.cpp"] = "#define KS_BEFORE_TORCH 1\n" + source["binding.cpp"]
+    workspace = files.workspace(source)
+    assert prepare(workspace, tmp_path, "cpu")[-1] is None
+    assert "-include" not in (tmp_path / "build.ninja").read_text()
+    compiled = subprocess.run(_binding_command(tmp_path), cwd=tmp_path, capture_output=True, text=True)
+    assert compiled.returncode == 0 and "ks_stable.h" not in compiled.stderr, compiled.stderr[:500]
+    assert build_workspace(workspace, "cpu").cached is False
 
 
 def test_the_cache_key_follows_the_compiled_sources_only(files, sources):
