@@ -4,6 +4,9 @@ observe) until the policy submits or a budget runs out, keeping the best verifie
     episode = Episode("problem.py", policy, "out/workspace", EpisodeConfig(device="cuda", max_turns=60))
     trajectory = episode.run()
     save(trajectory, "out")  # solution.py, trajectory.json, verdict.json
+
+An episode given `stop_before` tool names ends at the first call of one of them, which is recorded in its turn but
+not run: a partial episode without a verdict (distillation data built where the device is missing).
 """
 
 import json
@@ -116,7 +119,7 @@ def better(verdict, best):
 
 
 class Episode:
-    def __init__(self, problem, policy, workspace, config=None, on_turn=None, start_files=None):
+    def __init__(self, problem, policy, workspace, config=None, on_turn=None, start_files=None, stop_before=()):
         self.problem = Path(problem).resolve()
         self.policy = policy
         self.workspace_dir = Path(workspace)
@@ -125,6 +128,9 @@ class Episode:
         # {relative path: text}: the solution files the workspace starts from instead of the starter's
         # (a version handed back by a person, say); the agent sees them in the task's listing.
         self.start_files = start_files
+        # Tool names whose first call ends the episode unrun: that call and the turn's later ones keep no
+        # observation, and no verification replaces the verdict the episode never reached.
+        self.stop_before = frozenset(stop_before)
 
     def run(self):
         cfg = self.config
@@ -151,7 +157,7 @@ class Episode:
             config=cfg.to_json(),
         )
         self.policy.reset(Task(self.problem.name, source, cfg.device, str(ws.root), cfg.max_turns))
-        best, stop = None, "max_turns"
+        best, stop, stopped = None, "max_turns", None
 
         for index in range(1, cfg.max_turns + 1):
             if cfg.wall_clock_s is not None and time.monotonic() - start >= cfg.wall_clock_s:
@@ -180,9 +186,12 @@ class Episode:
                 response_logprobs=action.response_logprobs,
             )
             # act and observe: every call runs in order; a verdict that beats the best replaces it
-            submitted, tools_start = False, time.monotonic()
+            submitted, stopped, tools_start = False, None, time.monotonic()
             for n, call in enumerate(turn.tool_calls):
                 call.id = call.id or f"call_{index}_{n}"
+                stopped = stopped or (call.name if call.name in self.stop_before else None)
+                if stopped:
+                    continue
                 result = tools.run(call)
                 if result.verdict is not None:
                     if better(result.verdict, best):
@@ -190,7 +199,7 @@ class Episode:
                     call.observation += "\n" + best_note(best)
                 submitted = submitted or result.done
             left = cfg.max_turns - index
-            if turn.tool_calls and not submitted:
+            if turn.tool_calls and not submitted and not stopped:
                 turn.tool_calls[-1].observation += turns_left_note(left)
             tools_s = time.monotonic() - tools_start
             turn.tools_s = round(tools_s, 6)  # microseconds: a file read takes well under a millisecond
@@ -201,7 +210,15 @@ class Episode:
             if submitted:
                 stop = "submitted"
                 break
+            if stopped:
+                stop = f"stopped before {stopped}"
+                break
 
+        traj.stop_reason = stop
+        if stopped:
+            traj.wall_s = round(time.monotonic() - start, 3)
+            log.info("episode %s: %s after %d turns, not verified", ws.root, stop, len(traj.turns))
+            return traj
         # the result is the best verified solution; with none verified, the workspace as the agent left it
         if best is None and ws.holds_the_starter():
             # Nothing was written: the starter's forward raises NotImplementedError, no need to run it to know.
@@ -216,7 +233,6 @@ class Episode:
             result = tools.tool_verify()
             best = {"turn": None, "verdict": result.verdict, "files": result.files}
         restore(ws, best["files"])
-        traj.stop_reason = stop
         traj.best = {"turn": best["turn"], "verdict": best["verdict"].to_json(), "files": best["files"]}
         traj.verdict = traj.best["verdict"]
         traj.wall_s = round(time.monotonic() - start, 3)

@@ -10,9 +10,18 @@ the rollout throughput when the run is complete.
 Each call starts nothing (no chunk of teacher episodes, no training step) after --budget-s seconds and keeps
 what it finished (episodes under DIR/data/episodes/, checkpoints under DIR/run/checkpoints/), so it fits a
 10-minute command: run it again until it prints the table. About an hour of H100 time in all for ~600 tasks.
+
 `--finish-data` ends the data build with the episodes done so far (the other tasks are left out) and
 `--data-only` stops there: the data (DIR/data/{summary.json,tasks.jsonl,trajectories.jsonl}) can then travel to
 another machine, where the same command with it in place goes straight to training.
+
+With `--distill-data DISTILL` (the folder or trajectories.jsonl of `python -m training distill-data`, built on a CPU
+over the same tasks: the teacher's analysis and write turns, unverified) and `--set 'stages=[distill,rft]'` the actor
+first learns those turns on every training task (gpu.yaml's distill section), then RFT on the verified episodes,
+then the held-out evaluation:
+
+    python -m training distill-data --tasks TASKS.jsonl --out DISTILL --data DIR/data/tasks.jsonl   # on a CPU
+    python -m bench.rl_pipeline --tasks TASKS.jsonl --out DIR --distill-data DISTILL --set 'stages=[distill,rft]'
 
 `--throughput` runs the same actor episodes side by side with generation one sequence at a time (the old
 rollouts, rollouts.max_batch=1), batched (all the step's episodes at once) and batched with a static KV cache
@@ -63,6 +72,10 @@ def main(argv=None):
         help="start no teacher episodes or training step after this many seconds",
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
+    parser.add_argument(
+        "--distill-data",
+        help="the distill stage's data: a `python -m training distill-data` folder or its trajectories.jsonl",
+    )
     parser.add_argument("--data-only", action="store_true", help="stop after the data build (train elsewhere)")
     parser.add_argument(
         "--finish-data",
@@ -108,6 +121,10 @@ def main(argv=None):
         )
     ).resolve()
     data, run_dir = out / "data", out / "run"
+    distill = []
+    if args.distill_data:
+        path = Path(args.distill_data).resolve()
+        distill = [f"distill.data={path / 'trajectories.jsonl' if path.is_dir() else path}"]
     config = run_config.override(
         run_config.load(REPO / "training" / "configs" / "gpu.yaml"),
         [
@@ -117,6 +134,7 @@ def main(argv=None):
             f"rft.data={data / 'trajectories.jsonl'}",
             f"run_dir={run_dir}",
         ]
+        + distill
         + args.set,
     )
     os.environ.setdefault("KS_CACHE_DIR", str(out / "sandbox-cache"))
@@ -153,6 +171,7 @@ def main(argv=None):
     ppo = [r for r in records if r["stage"] == "ppo"]
     value = [r for r in records if r["stage"] == "value"]
     rft = [r for r in records if r["stage"] == "rft"]
+    distilled = [r for r in records if r["stage"] == "distill"]
     policy = _export(run_dir, out / "policy")
     print("\n| what | figure |\n| --- | --- |")
     print(
@@ -161,6 +180,11 @@ def main(argv=None):
         f"{summary['kept_trajectories']} |"
     )
     print(f"| tasks (train / held-out) | {_split(run_dir)} |")
+    if distilled:
+        print(
+            f"| distill: partial trajectories, packed rows, loss first / last epoch | {distilled[-1]['trajectories']}, "
+            f"{distilled[-1].get('rows')}, {distilled[0]['loss']:.3f} / {distilled[-1]['loss']:.3f} |"
+        )
     if rft:
         print(
             f"| RFT: trajectories, packed rows, loss first / last epoch | {rft[-1]['kept']}, {rft[-1].get('rows')}, "
@@ -219,10 +243,10 @@ def main(argv=None):
 
 
 def _export(run_dir, out):
-    """The final actor as a servable folder (the last PPO checkpoint, else RFT's), or None."""
+    """The final actor as a servable folder (the last PPO checkpoint, else RFT's, else distillation's), or None."""
     from training.rl import checkpoints
 
-    for stage in ("ppo", "rft"):
+    for stage in ("ppo", "rft", "distill"):
         folder = checkpoints.latest(run_dir, stage)
         if folder is not None:
             return checkpoints.export(run_dir, folder, out)

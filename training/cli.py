@@ -14,6 +14,10 @@ COMMANDS = {
     "synthesize": ("training.synthesis.cli", "build verified fused-operator training tasks"),
     "train": ("training.rl.cli", "RFT warm-up, value pre-training and multi-turn PPO from a YAML config"),
     "data": ("training.rl.data", "teacher episodes over synthesized tasks: RFT trajectories and a held-out split"),
+    "distill-data": (
+        "training.rl.distill",
+        "the teacher's first turns over synthesized tasks, on the CPU: distill data",
+    ),
 }
 
 

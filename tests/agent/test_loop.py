@@ -74,6 +74,24 @@ def test_loop_stops_at_the_turn_budget(relu_problem, tmp_path, fast_eval, script
     assert "NotImplementedError" in trajectory.verdict["log"]
 
 
+def test_stop_before_ends_the_episode_at_that_call_unrun_and_unverified(
+    relu_problem, tmp_path, fast_eval, scripted, relu_solution
+):
+    turns = [[("read_file", {"path": "problem.py"})], scripted.write(relu_solution) + [("compile", {}), ("verify", {})]]
+    policy = scripted(turns + [[("submit", {})]])
+    config = EpisodeConfig(device="cpu", eval=fast_eval, max_turns=3)
+    workspace = tmp_path / "out" / "workspace"
+    trajectory = Episode(relu_problem, policy, workspace, config, stop_before=("compile", "verify")).run()
+    assert trajectory.stop_reason == "stopped before compile" and len(trajectory.turns) == 2
+    *writes, compile_call, verify_call = trajectory.turns[1].tool_calls
+    assert all(c.observation.startswith("wrote ") for c in writes) and "turn(s) left" not in writes[-1].observation
+    assert [(c.observation, c.verdict, c.id) for c in (compile_call, verify_call)] == [
+        ("", None, f"call_2_{len(writes) + k}") for k in (0, 1)
+    ]
+    assert trajectory.verdict is None and trajectory.best is None  # no verification made up at the end
+    assert (workspace / "kernels/relu.cpp").read_text() == relu_solution["kernels/relu.cpp"]
+
+
 def test_loop_stops_at_the_wall_clock_budget(relu_problem, tmp_path, fast_eval, scripted):
     policy = scripted([[("verify", {})]], delay_s=0.4)
     started = time.monotonic()

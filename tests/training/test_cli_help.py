@@ -12,6 +12,7 @@ COMMANDS = [
     ["training", "synthesize"],
     ["training", "train"],
     ["training", "data"],
+    ["training", "distill-data"],
     ["training.evaluation.archive"],
     ["training.rl.plots"],
     ["training.synthesis.probe"],

@@ -12,6 +12,7 @@ losses (following verl's core_algos: environment tokens skipped, token-mean aggr
 loss), RFT's filter and masked SFT, and value pre-training until the explained variance holds.
 
 One module per stage and concern: config (YAML -> dataclasses), models, tasks, tokens (episodes -> samples),
-rollouts, gae, ppo, rft, value, single_turn, metrics (JSONL + TensorBoard, collapse guards), checkpoints,
-runtime (a run's plumbing), plots, cli (`python -m training train CONFIG.yaml [--stage ...]`).
+rollouts, gae, ppo, distill (the teacher's first turns, built on the CPU), rft, value, single_turn, metrics (JSONL +
+TensorBoard, collapse guards), checkpoints, runtime (a run's plumbing), plots, cli (`python -m training train
+CONFIG.yaml [--stage ...]`).
 """

@@ -1,4 +1,4 @@
-"""`python -m training train CONFIG.yaml [--stage single_turn|rft|value|ppo] [--set KEY=VALUE ...]`: run the
+"""`python -m training train CONFIG.yaml [--stage distill|single_turn|rft|value|ppo] [--set KEY=VALUE ...]`: run the
 stages of a training run (all those the config lists, or one), each resumed from its last checkpoint.
 
     python -m training train training/configs/toy.yaml                  # the CPU toy run, every stage
@@ -39,6 +39,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    from training.rl.distill import DistillError
     from training.rl.metrics import TrainingCollapsed
     from training.rl.models import ModelError
     from training.rl.reload import ReloadError
@@ -59,18 +60,27 @@ def run(args):
     except OutOfTime as exc:
         print(f"unfinished: {exc}", file=sys.stderr)
         return EXIT_UNFINISHED
-    except (ConfigError, TaskError, ModelError, RolloutError, RFTError, TokenizationError, ReloadError) as exc:
+    except (
+        ConfigError,
+        TaskError,
+        ModelError,
+        RolloutError,
+        DistillError,
+        RFTError,
+        TokenizationError,
+        ReloadError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
 def train(config, stages, quiet=False, stop_after=None):
-    from training.rl import plots, ppo, rft, single_turn, value
+    from training.rl import distill, plots, ppo, rft, single_turn, value
     from training.rl.runtime import Run
 
     run = Run(config, quiet=quiet, stop_after=stop_after)
     _log_to(run.dir / "train.log")
-    modules = {"single_turn": single_turn, "rft": rft, "value": value, "ppo": ppo}
+    modules = {"distill": distill, "single_turn": single_turn, "rft": rft, "value": value, "ppo": ppo}
     for stage in [s for s in STAGES if s in stages]:
         evaluate = stage in config.eval_after and config.eval_episodes and run.accelerator.is_main_process
         if run.stage_done(stage):

@@ -95,21 +95,34 @@ class SingleTurnConfig:
 
 
 @dataclass
-class RFTConfig:
+class FineTuneConfig:
+    """The supervised fine-tuning knobs the distill and rft stages share (training/rl/rft.py: fine_tune)."""
+
+    epochs: int = 2
+    lr: float = 1e-3
+    batch_size: int = 2
+    max_tokens: int = 16384  # longer sequences are cut (their tail)
+    pack: bool = False  # samples packed into rows of max_tokens (positions restart per sample), batch_size rows a step
+    schedule: str = "constant"  # constant or cosine (decaying to min_lr_ratio x lr at the last step)
+    warmup: float = 0.0  # the share of the optimizer steps the learning rate ramps up over
+    min_lr_ratio: float = 0.1
+
+
+@dataclass
+class DistillConfig(FineTuneConfig):
+    # The teacher's first turns (analysis, then its write of the kernel, binding and ModelNew), unverified partial
+    # episodes built on the CPU by `python -m training distill-data` (training/rl/distill.py): its trajectories.jsonl.
+    data: str = ""
+
+
+@dataclass
+class RFTConfig(FineTuneConfig):
     source: str = "heuristic"  # whose trajectories: heuristic (the built-in optimizer) or policy (the actor's)
     episodes: int = 4
     # Keep trajectories whose reward is at least this. Under the paper's reward (sandbox/reward.py: -1 failed,
     # 1 correct, 2 more than 5% faster than eager, 3 than both) 1 keeps every correct solution, 2 the faster ones.
     threshold: float = 1.0
-    epochs: int = 2
-    lr: float = 1e-3
-    batch_size: int = 2
-    max_tokens: int = 16384  # longer sequences are cut (their tail)
     data: str = ""  # a data build's trajectories.jsonl (python -m training data): trained on instead of episodes
-    pack: bool = False  # samples packed into rows of max_tokens (positions restart per sample), batch_size rows a step
-    schedule: str = "constant"  # constant or cosine (decaying to min_lr_ratio x lr at the last step)
-    warmup: float = 0.0  # the share of the optimizer steps the learning rate ramps up over
-    min_lr_ratio: float = 0.1
     heuristic_max_turns: int = 12  # the heuristic's episodes' turn budget, when more than episode.max_turns
     # The teacher's episodes restated in the actor's budget before training (training/rl/restate.py): the task's
     # turns and time and the turns-left notes as the actor's episodes show them, not the teacher's longer budget.
@@ -179,6 +192,7 @@ class RunConfig:
     episode: RunEpisodeConfig = field(default_factory=lambda: RunEpisodeConfig(**RUN_EPISODE))
     rollouts: RolloutsConfig = field(default_factory=RolloutsConfig)
     single_turn: SingleTurnConfig = field(default_factory=SingleTurnConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     rft: RFTConfig = field(default_factory=RFTConfig)
     value: ValueConfig = field(default_factory=ValueConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -199,8 +213,6 @@ class RunConfig:
             (self.rollouts.policy in ("transformers", "openai"), "rollouts.policy must be transformers or openai"),
             (self.rollouts.reload in ("none", "vllm"), "rollouts.reload must be none or vllm"),
             (self.model.mixed_precision in ("no", "bf16"), "model.mixed_precision must be no or bf16"),
-            (self.rft.schedule in ("constant", "cosine"), "rft.schedule must be constant or cosine"),
-            (0 <= self.rft.warmup < 1, "rft.warmup must be in [0, 1): a share of the optimizer steps"),
             (self.rft.source in ("heuristic", "policy"), "rft.source must be heuristic or policy"),
             (self.ppo.guards.action in ("stop", "warn"), "ppo.guards.action must be stop or warn"),
             (set(self.stages) <= set(STAGES), f"stages must be among {', '.join(STAGES)}"),
@@ -215,9 +227,17 @@ class RunConfig:
             (self.rollouts.attention in ("sdpa", "matmul"), "rollouts.attention must be sdpa or matmul"),
             (self.rollouts.format_penalty <= 0 and self.rollouts.turn_penalty <= 0, "penalties must be <= 0"),
         ]
+        for name, section in (("distill", self.distill), ("rft", self.rft)):
+            checks.append((section.schedule in ("constant", "cosine"), f"{name}.schedule must be constant or cosine"))
+            checks.append((0 <= section.warmup < 1, f"{name}.warmup must be in [0, 1): a share of the optimizer steps"))
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        if "distill" in self.stages and not self.distill.data:
+            raise ConfigError(
+                "the distill stage needs distill.data: the trajectories.jsonl of `python -m training distill-data` "
+                "(--set distill.data=PATH), or leave distill out of stages"
+            )
         if not self.tasks.source:
             raise ConfigError("tasks.source is required: a JSONL of problems (name, code) or a folder of .py files")
         if self.actor_episodes():
@@ -248,7 +268,7 @@ def refuse_stale(rollouts, who="PPO"):
         )
 
 
-STAGES = ("single_turn", "rft", "value", "ppo")
+STAGES = ("distill", "single_turn", "rft", "value", "ppo")
 
 
 def _build(cls, data, where):

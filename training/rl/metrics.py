@@ -74,7 +74,7 @@ def merge_process_stats(per_process, summed=SUMMED, episodes=True):
             continue
         merged[key] = (
             sum(values)
-            if key in SUMMED
+            if key in summed
             else min(values)
             if key.endswith("_min")
             else max(values)

@@ -26,11 +26,11 @@ PANELS = {
         ("value_loss", "value loss"),
         ("explained_variance", "explained variance"),
     ],
-    # the fine-tuning stages' own curves (RFT, the single-turn warm-up): loss, gradient norm, data kept
+    # the fine-tuning stages' own curves (distillation, RFT, the single-turn warm-up): loss, gradient norm, data kept
     "training": [("loss", "loss"), ("grad_norm", "gradient norm"), ("kept", "trajectories kept")],
 }
 # Panels drawn for some stages only (PPO's and the critic's own losses are in the other panels).
-PANEL_STAGES = {"training": ("rft", "single_turn")}
+PANEL_STAGES = {"training": ("distill", "rft", "single_turn")}
 # The held-out learning curve: one point per evaluation, after RFT, value pre-training and every few PPO steps.
 LEARNING = [
     ("correct_rate", "held-out correct rate"),
@@ -39,7 +39,7 @@ LEARNING = [
 ]
 
 
-def plot(run_dir, stages=("single_turn", "ppo", "value", "rft")):
+def plot(run_dir, stages=("distill", "single_turn", "ppo", "value", "rft")):
     """Write RUN/plots/STAGE-PANEL.png for every stage with records; the paths written (none without matplotlib)."""
     try:
         import matplotlib

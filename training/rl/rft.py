@@ -86,7 +86,7 @@ def collect(run, actor=None):
 
 
 def train(run):
-    cfg, acc = run.config.rft, run.accelerator
+    cfg = run.config.rft
     actor = run.actor("rft")
     trajectories = collect(run, actor)
     kept = keep(trajectories, cfg.threshold)
@@ -96,14 +96,29 @@ def train(run):
             f"no trajectory of {len(trajectories)} reached rft.threshold {cfg.threshold} (rewards "
             f"{rewards}): lower the threshold or collect more episodes (rft.episodes)"
         )
-    samples = run.samples(kept)
+    figures = {
+        "collected": len(trajectories),
+        "kept": len(kept),
+        "kept_fraction": len(kept) / len(trajectories),
+        **distribution("kept_reward", [episode_reward(t) for t in kept]),
+    }
+    return fine_tune(run, "rft", actor, run.samples(kept), figures, {"collected", "kept"})
+
+
+def fine_tune(run, stage, actor, samples, figures=None, summed=()):
+    """Supervised fine-tuning of ACTOR on SAMPLES with the loss on policy tokens only, under the run's STAGE section
+    (config.FineTuneConfig: epochs, lr, batch size, packing, schedule), resumed from and checkpointed as STAGE. Each
+    epoch's record holds FIGURES, the stage's own (SUMMED: those added up over the ranks, the others averaged).
+    Returns the unwrapped actor."""
+    cfg, acc = getattr(run.config, stage), run.accelerator
     answers = answer_lengths(samples)
     cap = run.config.episode.response_tokens
     over = sum(n > cap for n in answers)
     if over:
         run.log.warning(
-            "rft: %d of %d teacher answers are longer than episode.response_tokens %d (longest %d): the actor's "
+            "%s: %d of %d teacher answers are longer than episode.response_tokens %d (longest %d): the actor's "
             "own answers are cut there",
+            stage,
             over,
             len(answers),
             cap,
@@ -112,10 +127,10 @@ def train(run):
     rows = tokens.pack(samples, cfg.max_tokens) if cfg.pack else samples
     optimizer = torch.optim.AdamW(actor.parameters(), lr=cfg.lr)
     actor, optimizer = acc.prepare(actor, optimizer)
-    start, _ = run.resume("rft", {"actor": optimizer})
-    metrics = Metrics(run.dir, "rft")
+    start, _ = run.resume(stage, {"actor": optimizer})
+    metrics = Metrics(run.dir, stage)
     per_epoch = batch_count(acc, len(rows), cfg.batch_size)
-    for epoch in run.progress(range(start, cfg.epochs), "rft", cfg.epochs, start):
+    for epoch in run.progress(range(start, cfg.epochs), stage, cfg.epochs, start):
         order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(run.config.seed + epoch))
         losses, norms = [], []
         for b, index in enumerate(minibatches(order.tolist(), per_epoch, cfg.batch_size)):
@@ -135,22 +150,19 @@ def train(run):
             "grad_norm": sum(norms) / len(norms),
             "lr": lr,
             "rows": len(rows),
-            "collected": len(trajectories),
-            "kept": len(kept),
             "policy_tokens": sum(sum(s.mask) for s in samples),
             "answer_tokens_max": max(answers, default=0),
             "answers_over_cap": over,
-            **distribution("kept_reward", [episode_reward(t) for t in kept]),
+            **(figures or {}),
         }
         record = merge_process_stats(
             gather(acc, (record, [])),
-            summed={"collected", "kept", "policy_tokens", "rows", "answers_over_cap"},
+            summed={"policy_tokens", "rows", "answers_over_cap", *summed},
             episodes=False,
-        )  # every rank's share of the episodes
-        record["kept_fraction"] = record["kept"] / record["collected"]
+        )  # every rank's share of the samples
         if acc.is_main_process:
             metrics.log(epoch, record)
         if (epoch + 1) % run.config.checkpoint_every == 0 or epoch + 1 == cfg.epochs:
-            run.save("rft", epoch, {"actor": actor}, {"actor": optimizer})
+            run.save(stage, epoch, {"actor": actor}, {"actor": optimizer})
     metrics.close()
     return acc.unwrap_model(actor)

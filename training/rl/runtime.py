@@ -16,6 +16,7 @@ from training.rl.distributed import mean
 from training.rl.restate import restate
 
 TOTALS = {
+    "distill": lambda c: c.distill.epochs,
     "single_turn": lambda c: c.single_turn.steps,
     "rft": lambda c: c.rft.epochs,
     "value": lambda c: c.value.max_epochs,
@@ -55,13 +56,14 @@ class Run:
         self.tokenizer = models.load_tokenizer(self.base)
 
     def _tokenizer_trajectories(self):
-        """The RFT data a from-scratch tokenizer learns from: a data build's trajectories (rft.data), when given and
-        the base model is still to be built."""
-        if self.config.model.path or not self.config.rft.data or (self.dir / "base" / "config.json").is_file():
+        """The fine-tuning data a from-scratch tokenizer learns from: a data build's trajectories (rft.data) and the
+        teacher's first turns (distill.data), those given, when the base model is still to be built."""
+        paths = [p for p in (self.config.rft.data, self.config.distill.data) if p]
+        if self.config.model.path or not paths or (self.dir / "base" / "config.json").is_file():
             return []
         from training.rl.rft import load_trajectories
 
-        return load_trajectories(self.config.rft.data)
+        return [t for path in paths for t in load_trajectories(path)]
 
     # -- models -------------------------------------------------------------------------------------------------
     def actor(self, stage):
