@@ -271,11 +271,13 @@ def stable_pch(device, binding_source):
     if not STABLE_FIRST_INCLUDE.match(first) or device in _stable_pch_failed:
         return None
     tc = toolchain(device)
+    # A process that cannot write the cache (solution code building in its jail) uses the header only if it is there.
+    build = _can_create(settings.cache_dir() / "pch")
     try:
         return precompiled_headers(
-            tc["cxx"], tc["cxx_version"], tc["stable_flags"], {STABLE_PCH_HEADER.name: STABLE_PCH_HEADER}
+            tc["cxx"], tc["cxx_version"], tc["stable_flags"], {STABLE_PCH_HEADER.name: STABLE_PCH_HEADER}, build
         ).get(STABLE_PCH_HEADER.name)
-    except BuildError:
+    except (BuildError, OSError):
         _stable_pch_failed.add(device)
         return None
 
